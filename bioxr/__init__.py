@@ -1,0 +1,33 @@
+"""bioxr: statistics of biometric performance evaluation on labelled xarray cubes.
+
+Score cubes (probe dims x ``reference``) and outcome cubes (probe dims) are
+plain xarray objects; ``import bioxr`` registers the ``.bio`` accessor on
+them. Topic modules hold the pure functions:
+
+- :mod:`bioxr.cube`: the score cube, its constructor and validation;
+- :mod:`bioxr.io`: readers and writers of score files;
+- :mod:`bioxr.simulate`: seeded simulators;
+- :mod:`bioxr.verification`: FMR, FNMR, DET/ROC curves, EER;
+- :mod:`bioxr.outcomes`: the per-probe outcome cube (ranks with ties).
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from . import accessor, cube, outcomes, simulate, verification
+from .cube import ScoreCubeError, score_cube, validate_score_cube
+
+try:
+    __version__ = version("bioxr")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0+unknown"
+
+__all__ = [
+    "ScoreCubeError",
+    "accessor",
+    "cube",
+    "outcomes",
+    "score_cube",
+    "simulate",
+    "validate_score_cube",
+    "verification",
+]

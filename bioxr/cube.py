@@ -1,0 +1,353 @@
+"""The score cube: construction, validation and the masks every statistic uses.
+
+A score cube is a :class:`xarray.DataArray` of comparison scores with one
+dimension named ``reference`` and one or more probe dimensions. The probe's
+identity is the ``subject`` coordinate (a dimension, or a coordinate on the
+probe dimensions); the reference's is the ``reference_subject`` coordinate on
+``reference``. ``attrs["score_kind"]`` is ``"similarity"`` (higher is more
+alike, accept when ``s >= t``) or ``"distance"`` (accept when ``d <= t``).
+NaN means "not compared" and is never a score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+
+import numpy as np
+import xarray as xr
+
+__all__ = [
+    "ScoreCubeError",
+    "score_cube",
+    "validate_score_cube",
+    "probe_dims",
+    "reduce_dims",
+    "mated_mask",
+    "compared_mask",
+    "score_kind",
+]
+
+REFERENCE = "reference"
+SCORE_KINDS = ("similarity", "distance")
+
+
+class ScoreCubeError(ValueError):
+    """Raised when a score cube (or the data it is built from) is not valid."""
+
+
+def score_kind(cube: xr.DataArray) -> str:
+    """Return ``"similarity"`` or ``"distance"`` for a score cube."""
+    kind = cube.attrs.get("score_kind", "similarity")
+    if kind not in SCORE_KINDS:
+        raise ScoreCubeError(
+            f"attrs['score_kind'] is {kind!r}; it must be 'similarity' (higher "
+            "scores are more alike) or 'distance' (lower scores are more alike)."
+        )
+    return kind
+
+
+def probe_dims(cube: xr.DataArray) -> tuple[Hashable, ...]:
+    """The probe dimensions of a score cube: every dimension but ``reference``."""
+    return tuple(d for d in cube.dims if d != REFERENCE)
+
+
+def reduce_dims(obj, dim, *, default: Sequence[Hashable]) -> tuple[Hashable, ...]:
+    """Normalise a ``dim`` argument (name, sequence or None) and check it exists.
+
+    Parameters
+    ----------
+    obj : xarray.DataArray or xarray.Dataset
+    dim : str, sequence of str or None
+        None means ``default``.
+    default : sequence of str
+    """
+    if dim is None:
+        dims = tuple(default)
+    elif isinstance(dim, str) or not isinstance(dim, Sequence):
+        dims = (dim,)
+    else:
+        dims = tuple(dim)
+    missing = [d for d in dims if d not in obj.dims]
+    if missing:
+        raise ValueError(
+            f"dim={dim!r} names {missing}, which the data does not have; its "
+            f"dimensions are {list(obj.dims)}."
+        )
+    if REFERENCE in dims:
+        raise ValueError(
+            "the 'reference' dimension cannot be kept or reduced by name: rates "
+            "always pool over references. Select references with .sel first."
+        )
+    return dims
+
+
+def score_cube(
+    scores,
+    *,
+    subject=None,
+    reference_subject,
+    dims: Sequence[Hashable] | None = None,
+    coords: Mapping[Hashable, object] | None = None,
+    probe_id=None,
+    reference_id=None,
+    score_kind: str = "similarity",
+    missing: float | None = None,
+    name: str = "score",
+    source: str | None = None,
+) -> xr.DataArray:
+    """Build a validated score cube from NumPy arrays and labels.
+
+    Parameters
+    ----------
+    scores : array_like, shape (*probe_shape, n_reference)
+        Comparison scores; the last axis is the ``reference`` dimension.
+        NaN means "not compared".
+    subject : array_like, optional
+        Subject label of each probe, of length ``probe_shape[0]`` (a coordinate
+        on the first probe dimension). Omit it when ``"subject"`` is itself one
+        of ``dims``; its labels then come from ``coords["subject"]``.
+    reference_subject : array_like, shape (n_reference,)
+        Subject label of each reference.
+    dims : sequence of str, optional
+        Dimension names; the last must be ``"reference"``. Default
+        ``("probe", "reference")`` for 2-D scores.
+    coords : mapping, optional
+        Further coordinates (cofactors such as ``collection`` or ``sensor``),
+        passed to :class:`xarray.DataArray`.
+    probe_id, reference_id : array_like, optional
+        Sample ids. Where a probe and a reference carry the same id they are
+        the same sample: that cell is a self comparison and is never counted.
+    score_kind : {"similarity", "distance"}
+    missing : float, optional
+        A sentinel value that stands for "not compared" (for example ``-1``
+        for a failed enrolment). It becomes NaN and the number of such cells
+        is recorded in ``attrs["n_missing"]``.
+    name : str
+    source : str, optional
+        Where the scores came from, used in error messages and kept in attrs.
+
+    Returns
+    -------
+    xarray.DataArray
+        The score cube, dims ``(*probe_dims, "reference")``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bioxr.cube import score_cube
+    >>> cube = score_cube(
+    ...     np.array([[0.9, 0.2, 0.1], [0.3, 0.8, 0.4]]),
+    ...     subject=["a", "b"], reference_subject=["a", "b", "c"])
+    >>> cube.dims
+    ('probe', 'reference')
+    >>> int(mated_mask(cube).sum())
+    2
+    """
+    arr = np.asarray(scores)
+    if arr.ndim < 2:
+        raise ScoreCubeError(
+            f"scores has {arr.ndim} dimension(s); a score cube needs at least two: "
+            "one or more probe dimensions and a last 'reference' dimension."
+        )
+    if dims is None:
+        if arr.ndim != 2:
+            raise ScoreCubeError(
+                f"scores has {arr.ndim} dimensions: name them with dims=(..., 'reference')."
+            )
+        dims = ("probe", REFERENCE)
+    dims = tuple(dims)
+    if len(dims) != arr.ndim:
+        raise ScoreCubeError(f"dims={dims} names {len(dims)} dimensions but scores has {arr.ndim}.")
+    if dims[-1] != REFERENCE:
+        raise ScoreCubeError(f"the last dimension must be 'reference'; dims={dims}.")
+    all_coords: dict = dict(coords or {})
+    if subject is not None:
+        subject = np.asarray(subject)
+        if subject.shape != (arr.shape[0],):
+            raise ScoreCubeError(
+                f"subject has shape {subject.shape}; it must give one label per entry "
+                f"of the first probe dimension {dims[0]!r} ({arr.shape[0]})."
+            )
+        if dims[0] == "subject":
+            all_coords["subject"] = subject
+        else:
+            all_coords["subject"] = (dims[0], subject)
+    reference_subject = np.asarray(reference_subject)
+    if reference_subject.shape != (arr.shape[-1],):
+        raise ScoreCubeError(
+            f"reference_subject has shape {reference_subject.shape}; it must give one "
+            f"label per reference ({arr.shape[-1]})."
+        )
+    all_coords["reference_subject"] = (REFERENCE, reference_subject)
+    if probe_id is not None:
+        all_coords["probe_id"] = (dims[0], np.asarray(probe_id))
+    if reference_id is not None:
+        all_coords["reference_id"] = (REFERENCE, np.asarray(reference_id))
+    attrs = {"score_kind": score_kind}
+    if source is not None:
+        attrs["source"] = str(source)
+    if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
+        raise ScoreCubeError(
+            f"scores must be real numbers; got dtype {arr.dtype}. Convert them with "
+            "np.asarray(scores, dtype=float) after checking for text in the data."
+        )
+    if not np.issubdtype(arr.dtype, np.floating):
+        arr = arr.astype(np.float64)
+    if missing is not None:
+        hit = arr == missing
+        n_missing = int(hit.sum())
+        if n_missing:
+            arr = np.where(hit, np.nan, arr)
+        attrs["missing_value"] = float(missing)
+        attrs["n_missing"] = n_missing
+    cube = xr.DataArray(arr, dims=dims, coords=all_coords, name=name, attrs=attrs)
+    return validate_score_cube(cube)
+
+
+def validate_score_cube(cube, *, require_mated: bool = True, require_nonmated: bool = True):
+    """Check a score cube and return it unchanged, or raise a clear error.
+
+    Checks: it is a DataArray with a ``reference`` dimension and at least one
+    probe dimension; ``subject`` and ``reference_subject`` labels exist and
+    none is missing; ``score_kind`` is known; scores are real and finite (NaN
+    = not compared); no index has duplicated labels; the probe and reference
+    label sets share at least one subject; there are mated and non-mated
+    comparisons (each can be waived).
+
+    Parameters
+    ----------
+    cube : xarray.DataArray
+    require_mated, require_nonmated : bool, keyword-only
+        Raise when the cube holds no mated (non-mated) comparison.
+
+    Returns
+    -------
+    xarray.DataArray
+        ``cube`` itself.
+    """
+    where = f" (from {cube.attrs['source']})" if isinstance(cube, xr.DataArray) and "source" in cube.attrs else ""
+    if isinstance(cube, xr.Dataset):
+        raise ScoreCubeError(
+            "expected a score cube (a DataArray of scores) but got a Dataset; pick "
+            "its score variable, e.g. ds['score']."
+        )
+    if not isinstance(cube, xr.DataArray):
+        raise ScoreCubeError(f"expected a score cube (xarray.DataArray), got {type(cube).__name__}.")
+    if REFERENCE not in cube.dims:
+        raise ScoreCubeError(
+            f"the score cube{where} has no 'reference' dimension (its dims are "
+            f"{list(cube.dims)}). Name the dimension that indexes references "
+            "'reference', e.g. cube.rename({'gallery': 'reference'})."
+        )
+    pdims = probe_dims(cube)
+    if not pdims:
+        raise ScoreCubeError(f"the score cube{where} has only a 'reference' dimension; it needs a probe dimension.")
+    score_kind(cube)
+    if "subject" not in cube.coords:
+        raise ScoreCubeError(
+            f"the score cube{where} has no 'subject' coordinate: label each probe with "
+            "its subject, e.g. cube.assign_coords(subject=('probe', labels))."
+        )
+    if "reference_subject" not in cube.coords:
+        raise ScoreCubeError(
+            f"the score cube{where} has no 'reference_subject' coordinate: label each "
+            "reference, e.g. cube.assign_coords(reference_subject=('reference', labels))."
+        )
+    if REFERENCE in cube["subject"].dims:
+        raise ScoreCubeError("the 'subject' coordinate must lie on probe dimensions, not on 'reference'.")
+    if cube["reference_subject"].dims != (REFERENCE,):
+        raise ScoreCubeError(
+            f"'reference_subject' must lie on the 'reference' dimension alone; it has dims {cube['reference_subject'].dims}."
+        )
+    for label in ("subject", "reference_subject"):
+        values = np.asarray(cube[label].values)
+        bad = _missing_labels(values)
+        if bad.any():
+            raise ScoreCubeError(
+                f"{int(bad.sum())} {'probe' if label == 'subject' else 'reference'}(s){where} "
+                f"have no {label!r} label (empty or missing), first at position "
+                f"{np.argwhere(bad)[0].tolist()}. Every comparison needs both subjects to be known."
+            )
+    for d in cube.dims:
+        if d in cube.indexes:
+            idx = cube.indexes[d]
+            if idx.has_duplicates:
+                dup = idx[idx.duplicated()].unique()[:5].tolist()
+                raise ScoreCubeError(
+                    f"dimension {d!r}{where} has duplicated labels {dup}: each comparison must "
+                    "appear once. Remove or average the duplicates before building the cube."
+                )
+    if not _is_lazy(cube):
+        values = cube.values
+        if not np.issubdtype(values.dtype, np.floating):
+            raise ScoreCubeError(f"scores{where} must be floating point; got {values.dtype}.")
+        inf = np.isinf(values)
+        if inf.any():
+            first = np.argwhere(inf)[0]
+            pos = {str(d): _label_at(cube, d, i) for d, i in zip(cube.dims, first)}
+            raise ScoreCubeError(
+                f"{int(inf.sum())} score(s){where} are infinite, first at {pos}. Scores must be "
+                "finite; use NaN for 'not compared' or declare a sentinel with missing=."
+            )
+    probe_labels = set(np.unique(np.asarray(cube["subject"].values)).tolist())
+    ref_labels = set(np.unique(np.asarray(cube["reference_subject"].values)).tolist())
+    if require_mated and not probe_labels & ref_labels:
+        raise ScoreCubeError(
+            f"no probe subject{where} is among the reference subjects, so no comparison is "
+            f"mated (probe labels e.g. {sorted(map(str, probe_labels))[:3]}, reference labels "
+            f"e.g. {sorted(map(str, ref_labels))[:3]}). Check that both sides use the same ids."
+        )
+    if not _is_lazy(cube):
+        compared = compared_mask(cube)
+        mated = mated_mask(cube)
+        n_mated = int((mated & compared).sum())
+        n_nonmated = int((~mated & compared).sum())
+        if require_mated and n_mated == 0:
+            raise ScoreCubeError(
+                f"the score cube{where} holds no mated comparison with a score (all are NaN "
+                "or self comparisons); FNMR and identification rates need some."
+            )
+        if require_nonmated and n_nonmated == 0:
+            raise ScoreCubeError(
+                f"the score cube{where} holds no non-mated comparison with a score; FMR needs "
+                "comparisons of different subjects."
+            )
+    return cube
+
+
+def mated_mask(cube: xr.DataArray) -> xr.DataArray:
+    """Boolean DataArray, True where probe and reference share a subject.
+
+    It broadcasts over the dims of ``subject`` and ``reference``; combine it
+    with :func:`compared_mask` to count comparisons.
+    """
+    return cube["subject"] == cube["reference_subject"]
+
+
+def compared_mask(cube: xr.DataArray) -> xr.DataArray:
+    """Boolean DataArray, True where a comparison has a score and is not a self comparison."""
+    mask = cube.notnull()
+    if "probe_id" in cube.coords and "reference_id" in cube.coords:
+        mask = mask & (cube["probe_id"] != cube["reference_id"])
+    return mask
+
+
+def _missing_labels(values: np.ndarray) -> np.ndarray:
+    if values.dtype.kind in "fc":
+        return np.isnan(values)
+    if values.dtype.kind in "OUS":
+        flat = values.ravel()
+        bad = np.array([v is None or (isinstance(v, float) and np.isnan(v)) or str(v).strip() == "" for v in flat])
+        return bad.reshape(values.shape)
+    return np.zeros(values.shape, dtype=bool)
+
+
+def _label_at(cube: xr.DataArray, d, i):
+    if d in cube.indexes:
+        v = cube.indexes[d][i]
+        return v.item() if hasattr(v, "item") else v
+    return int(i)
+
+
+def _is_lazy(cube: xr.DataArray) -> bool:
+    return cube.chunks is not None
