@@ -8,12 +8,13 @@ them. Topic modules hold the pure functions:
 - :mod:`bioxr.io`: readers and writers of score files;
 - :mod:`bioxr.simulate`: seeded simulators;
 - :mod:`bioxr.verification`: FMR, FNMR, DET/ROC curves, EER;
-- :mod:`bioxr.outcomes`: the per-probe outcome cube (ranks with ties).
+- :mod:`bioxr.outcomes`: the per-probe outcome cube (ranks with ties);
+- :mod:`bioxr.identification`: CMC, rank-k rates, open-set DIR/FPIR.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import accessor, cube, outcomes, simulate, verification
+from . import accessor, cube, identification, outcomes, simulate, verification
 from .cube import ScoreCubeError, score_cube, validate_score_cube
 
 try:
@@ -25,6 +26,7 @@ __all__ = [
     "ScoreCubeError",
     "accessor",
     "cube",
+    "identification",
     "outcomes",
     "score_cube",
     "simulate",

@@ -25,6 +25,7 @@ __all__ = [
     "mated_mask",
     "compared_mask",
     "score_kind",
+    "label_codes",
 ]
 
 REFERENCE = "reference"
@@ -278,17 +279,20 @@ def validate_score_cube(cube, *, require_mated: bool = True, require_nonmated: b
                     "appear once. Remove or average the duplicates before building the cube."
                 )
     if not _is_lazy(cube):
-        values = cube.values
+        values = np.asarray(cube.values)
         if not np.issubdtype(values.dtype, np.floating):
             raise ScoreCubeError(f"scores{where} must be floating point; got {values.dtype}.")
-        inf = np.isinf(values)
-        if inf.any():
-            first = np.argwhere(inf)[0]
-            pos = {str(d): _label_at(cube, d, i) for d, i in zip(cube.dims, first)}
-            raise ScoreCubeError(
-                f"{int(inf.sum())} score(s){where} are infinite, first at {pos}. Scores must be "
-                "finite; use NaN for 'not compared' or declare a sentinel with missing=."
-            )
+        # one cheap pass: a finite sum means no NaN and no infinity anywhere
+        clean = bool(np.isfinite(np.add.reduce(values, axis=None)))
+        if not clean:
+            inf = np.isinf(values)
+            if inf.any():
+                first = np.argwhere(inf)[0]
+                pos = {str(d): _label_at(cube, d, i) for d, i in zip(cube.dims, first)}
+                raise ScoreCubeError(
+                    f"{int(inf.sum())} score(s){where} are infinite, first at {pos}. Scores must be "
+                    "finite; use NaN for 'not compared' or declare a sentinel with missing=."
+                )
     probe_labels = set(np.unique(np.asarray(cube["subject"].values)).tolist())
     ref_labels = set(np.unique(np.asarray(cube["reference_subject"].values)).tolist())
     if require_mated and not probe_labels & ref_labels:
@@ -298,10 +302,15 @@ def validate_score_cube(cube, *, require_mated: bool = True, require_nonmated: b
             f"e.g. {sorted(map(str, ref_labels))[:3]}). Check that both sides use the same ids."
         )
     if not _is_lazy(cube):
-        compared = compared_mask(cube)
-        mated = mated_mask(cube)
-        n_mated = int((mated & compared).sum())
-        n_nonmated = int((~mated & compared).sum())
+        from .counting import CellIndex
+
+        probe_codes, ref_codes, self_cols = label_codes(cube, probe_dims(cube))
+        index = CellIndex(probe_codes, ref_codes, self_cols)
+        flat = values.reshape(-1)
+        n_mated = int(np.count_nonzero(~np.isnan(flat[index.mated])))
+        n_excluded = int(np.count_nonzero(~np.isnan(flat[index.excluded])))
+        n_valid = flat.size if clean else flat.size - int(np.count_nonzero(np.isnan(flat)))
+        n_nonmated = n_valid - n_mated - n_excluded
         if require_mated and n_mated == 0:
             raise ScoreCubeError(
                 f"the score cube{where} holds no mated comparison with a score (all are NaN "
@@ -313,6 +322,39 @@ def validate_score_cube(cube, *, require_mated: bool = True, require_nonmated: b
                 "comparisons of different subjects."
             )
     return cube
+
+
+def label_codes(cube: xr.DataArray, probe_order: Sequence[Hashable]):
+    """Integer codes of the subjects on both sides, for fast cell lookups.
+
+    Parameters
+    ----------
+    cube : xarray.DataArray
+        A score cube.
+    probe_order : sequence of str
+        The probe dimensions in the order the probes are flattened.
+
+    Returns
+    -------
+    probe_codes : ndarray of int, shape (n_probes,)
+        Each probe's subject as an index into the reference subjects' codes
+        (-1: not enrolled).
+    ref_codes : ndarray of int, shape (n_reference,)
+    self_cols : ndarray of int or None
+        For each probe, the reference column holding the same sample (-1:
+        none), when the cube has ``probe_id`` and ``reference_id``.
+    """
+    import pandas as pd
+
+    template = cube.isel({REFERENCE: 0}, drop=True)
+    codes, uniques = pd.factorize(np.asarray(cube["reference_subject"].values), sort=False)
+    subject = cube["subject"].broadcast_like(template).transpose(*probe_order)
+    probe_codes = pd.Index(uniques).get_indexer(np.asarray(subject.values).ravel())
+    self_cols = None
+    if "probe_id" in cube.coords and "reference_id" in cube.coords:
+        pid = cube["probe_id"].broadcast_like(template).transpose(*probe_order)
+        self_cols = pd.Index(np.asarray(cube["reference_id"].values)).get_indexer(np.asarray(pid.values).ravel())
+    return probe_codes.astype(np.int64), codes.astype(np.int64), self_cols
 
 
 def mated_mask(cube: xr.DataArray) -> xr.DataArray:

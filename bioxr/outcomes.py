@@ -14,6 +14,8 @@ once.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -25,7 +27,7 @@ __all__ = ["outcomes"]
 _VARIABLES = ("mated_score", "nonmated_best", "mated_rank", "mated_rank_min", "mated_rank_max", "n_candidates")
 
 
-def outcomes(cube: xr.DataArray) -> xr.Dataset:
+def outcomes(cube: xr.DataArray, *, ranks_only: bool = False) -> xr.Dataset:
     """Per-probe identification outcomes with Annex F tie handling.
 
     For each probe, let ``x`` be the number of other enrolled subjects whose
@@ -41,6 +43,8 @@ def outcomes(cube: xr.DataArray) -> xr.Dataset:
     cube : xarray.DataArray
         A score cube; may be dask-backed (chunk the probe dimensions only;
         ``reference`` must be one chunk).
+    ranks_only : bool, keyword-only
+        Compute only the three rank variables (faster: what a CMC needs).
 
     Returns
     -------
@@ -108,12 +112,21 @@ def outcomes(cube: xr.DataArray) -> xr.Dataset:
         *inputs,
         input_core_dims=core,
         output_core_dims=[[]] * len(_VARIABLES),
-        kwargs=dict(order=order, starts=starts, n_subjects=len(uniques), distance=kind == "distance", self_excluded=ref_ids is not None),
+        kwargs=dict(
+            order=order,
+            starts=starts,
+            n_subjects=len(uniques),
+            distance=kind == "distance",
+            self_excluded=ref_ids is not None,
+            ranks_only=ranks_only,
+        ),
         dask="parallelized",
         output_dtypes=[np.float64] * len(_VARIABLES),
         keep_attrs=False,
     )
     ds = xr.Dataset(dict(zip(_VARIABLES, results)))
+    if ranks_only:
+        ds = ds[["mated_rank", "mated_rank_min", "mated_rank_max"]]
     ds = ds.transpose(*pdims)
     ds = ds.drop_vars([c for c in ds.coords if REFERENCE in ds[c].dims], errors="ignore")
     ds.attrs = {
@@ -132,40 +145,114 @@ def outcomes(cube: xr.DataArray) -> xr.Dataset:
         ("mated_rank_max", "worst rank the mate could take among tied subjects"),
         ("n_candidates", "enrolled subjects with at least one score"),
     ):
-        ds[name].attrs["long_name"] = text
+        if name in ds:
+            ds[name].attrs["long_name"] = text
     return ds
 
 
-def _outcome_kernel(scores, probe_code, self_col=None, *, order, starts, n_subjects, distance, self_excluded):
-    """NumPy core: scores (..., R), probe_code (...), self_col (...)."""
+_BLOCK_CELLS = 1 << 17  # cells per row block: small enough to stay in cache
+
+
+def _outcome_kernel(
+    scores, probe_code, self_col=None, *, order, starts, n_subjects, distance, self_excluded, ranks_only=False
+):
+    """NumPy core: scores (..., R), probe_code (...), self_col (...).
+
+    Rows are processed in cache-sized blocks (on two threads for large
+    inputs); each subject's candidate score is the best over its
+    references, NaN cells skipped. Works in the scores' own float dtype.
+    """
     lead = scores.shape[:-1]
-    s = np.array(scores, dtype=np.float64).reshape(-1, scores.shape[-1])
+    n_ref = scores.shape[-1]
+    s = np.asarray(scores).reshape(-1, n_ref)
+    if not np.issubdtype(s.dtype, np.floating):
+        s = s.astype(np.float64)
+    n_rows = s.shape[0]
+    code = np.ascontiguousarray(np.broadcast_to(probe_code, lead).reshape(-1))
+    self_cols = np.broadcast_to(self_col, lead).reshape(-1) if self_excluded else None
+    size = n_ref // n_subjects
+    contiguous = (
+        size * n_subjects == n_ref
+        and np.array_equal(order, np.arange(n_ref))
+        and np.array_equal(starts, np.arange(0, n_ref, size))
+    )
+    out = np.empty((6, n_rows))
+    step = max(1, _BLOCK_CELLS // n_ref)
+    bounds = [(r, min(r + step, n_rows)) for r in range(0, n_rows, step)]
+
+    def work(chunk):
+        for r0, r1 in chunk:
+            out[:, r0:r1] = _outcome_rows(
+                s[r0:r1], code[r0:r1], None if self_cols is None else self_cols[r0:r1],
+                order, starts, n_subjects, size if contiguous else 0, distance, ranks_only,
+            )
+
+    if n_rows * n_ref >= 4 * _BLOCK_CELLS and len(bounds) > 1:
+        halves = [bounds[: len(bounds) // 2], bounds[len(bounds) // 2 :]]
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(work, halves))
+    else:
+        work(bounds)
+    return tuple(o.reshape(lead) for o in out)
+
+
+def _count_per_row(mask: np.ndarray) -> np.ndarray:
+    """True cells per row of a C-contiguous boolean block, eight at a time."""
+    k, n = mask.shape
+    if n % 8:
+        padded = np.zeros((k, n + 8 - n % 8), dtype=bool)
+        padded[:, :n] = mask
+        mask = padded
+    return np.bitwise_count(mask.view(np.uint64)).sum(axis=1, dtype=np.int64)
+
+
+def _outcome_rows(s, code, self_cols, order, starts, n_subjects, size, distance, ranks_only=False):
+    """Outcomes of a block of probe rows; returns a (6, rows) array.
+
+    With ``ranks_only`` only the ranks are filled (rows 2-4) and, when each
+    subject has one reference, the scores are read without a copy.
+    """
     if distance:
-        s = -s
-    if self_excluded:
-        sc = np.broadcast_to(self_col, lead).reshape(-1)
-        rows = np.flatnonzero(sc >= 0)
-        s[rows, sc[rows]] = np.nan
-    s = np.where(np.isnan(s), -np.inf, s)
-    best = np.maximum.reduceat(s[:, order], starts, axis=1)  # (P, K) best per subject
-    code = np.broadcast_to(probe_code, lead).reshape(-1)
-    enrolled = code >= 0
-    p = np.arange(best.shape[0])
-    mate = np.full(best.shape[0], -np.inf)
-    mate[enrolled] = best[p[enrolled], code[enrolled]]
-    others = best.copy()
-    others[p[enrolled], code[enrolled]] = -np.inf
-    has_score = np.isfinite(best)
-    n_candidates = has_score.sum(axis=1).astype(np.float64)
-    nonmated = others.max(axis=1)
-    valid = np.isfinite(mate)
-    x = (others > mate[:, None]).sum(axis=1).astype(np.float64)
-    y = 1.0 + (others == mate[:, None]).sum(axis=1)
-    rank_min = np.where(valid, x + 1, np.nan)
-    rank_max = np.where(valid, x + y, np.nan)
-    rank = np.where(valid, x + (y + 1) / 2, np.nan)
+        s = np.negative(s)  # best = lowest distance = highest negated distance
+    if size == 1:
+        best = s if (ranks_only and self_cols is None) or distance else s.copy()
+    elif size > 1:
+        blocks = s.reshape(s.shape[0], n_subjects, size)
+        best = blocks[:, :, 0].copy()
+        for j in range(1, size):
+            np.fmax(best, blocks[:, :, j], out=best)
+    else:
+        best = np.fmax.reduceat(s[:, order], starts, axis=1)
+    rows = np.arange(s.shape[0])
+    if self_cols is not None:
+        has = self_cols >= 0
+        if has.any():
+            # a self comparison is no comparison: recompute those subjects' best without it
+            if size == 1:
+                best[rows[has], self_cols[has]] = np.nan
+            else:
+                masked = s[has].copy()
+                masked[np.arange(masked.shape[0]), self_cols[has]] = np.nan
+                best[has] = np.fmax.reduceat(masked[:, order], starts, axis=1)
+    enrolled = rows[code >= 0]
+    mate = np.full(best.shape[0], np.nan, dtype=best.dtype)
+    mate[enrolled] = best[enrolled, code[enrolled]]
+    x = _count_per_row(best > mate[:, None])  # NaN cells compare False: never candidates
+    y = _count_per_row(best == mate[:, None])  # includes the mate
+    valid = ~np.isnan(mate)
+    result = np.full((6, best.shape[0]), np.nan)
+    result[2] = np.where(valid, x + (y + 1) / 2, np.nan)
+    result[3] = np.where(valid, x + 1, np.nan)
+    result[4] = np.where(valid, x + y, np.nan)
+    if ranks_only:
+        return result
+    n_subj = best.shape[1]
+    if np.isnan(np.add.reduce(best, axis=None)):
+        result[5] = n_subj - _count_per_row(np.isnan(best))
+    else:
+        result[5] = n_subj
+    best[enrolled, code[enrolled]] = np.nan
     sign = -1.0 if distance else 1.0
-    mated_score = np.where(valid, sign * mate, np.nan)
-    nonmated_best = np.where(np.isfinite(nonmated), sign * nonmated, np.nan)
-    outs = (mated_score, nonmated_best, rank, rank_min, rank_max, n_candidates)
-    return tuple(o.reshape(lead) for o in outs)
+    result[0] = sign * mate
+    result[1] = sign * np.fmax.reduce(best, axis=1)
+    return result

@@ -256,17 +256,17 @@ def _photohead_block(c0: int, c1: int, *, entropy, u, v, w, base, offset) -> np.
     n_ref = n_subjects * n_images
     out = np.empty((n_subjects, n_images, c1 - c0, n_ref), dtype=np.float32)
     probe_ref = np.arange(n_ref).reshape(n_subjects, n_images)  # reference index of each probe's original
-    same_subject = np.arange(n_ref) // n_images
+    same_shift = (1.5 + 0.5 * u).astype(np.float32)
+    s_idx, i_idx = np.meshgrid(np.arange(n_subjects), np.arange(n_images), indexing="ij")
     for k, t in enumerate(range(c0, c1)):
         rng = _rng(entropy, 1, t)
         block = rng.standard_normal((n_subjects, n_images, n_ref), dtype=np.float32)
         # other originals of the same subject: weakly mated
-        for s in range(n_subjects):
-            cols = np.flatnonzero(same_subject == s)
-            block[s][:, cols] += np.float32(1.5 + 0.5 * u[s])
+        by_subject = block.reshape(n_subjects, n_images, n_subjects, n_images)
+        diag = np.arange(n_subjects)
+        by_subject[diag, :, diag, :] += same_shift[:, None, None]
         quality = base + u[:, None] + v + w[t]
         self_score = offset + quality + rng.logistic(0.0, 1.0, quality.shape)
-        s_idx, i_idx = np.meshgrid(np.arange(n_subjects), np.arange(n_images), indexing="ij")
         block[s_idx, i_idx, probe_ref] = self_score.astype(np.float32)
         out[:, :, k, :] = block
     return out

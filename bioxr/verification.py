@@ -1,4 +1,4 @@
-"""Verification rates: FMR, FNMR, ROC and DET curves and the equal error rate.
+"""Verification rates: FMR, FNMR, ROC and DET curves, EER and operating points.
 
 Every function reduces over ``dim`` (default: all probe dimensions) and keeps
 the other probe dimensions, as :meth:`xarray.DataArray.mean` does; rates are
@@ -6,24 +6,29 @@ pooled over every compared cell of the reduced dimensions and all references.
 
 Conventions (METHODS.md section 1, ISO/IEC 19795-1 Annex F.1):
 
-- similarity scores accept when ``s >= t``; distance scores when ``d <= t``;
+- similarity scores accept when ``s >= t``; distance scores when ``d <= t``
+  (a score equal to the threshold is accepted: a tie between a mated and a
+  non-mated score is a false match at that threshold);
 - ``FMR(t)`` = accepted non-mated comparisons / all non-mated comparisons;
   ``FNMR(t)`` = rejected mated comparisons / all mated comparisons;
+  ``TMR = 1 - FNMR`` (GAR), ``TNR = 1 - FMR`` (GRR);
 - NaN cells and self comparisons (same ``probe_id`` and ``reference_id``)
   are not comparisons and are never counted.
 
-Curves are exact: every distinct score is a threshold, counted by one sort
-and a binary search (no loop over thresholds).
+Everything is exact. Curves come from one sort of the scores (Annex F.1);
+operating points (EER, FNMR at FMR) from the upper tail of the non-mated
+scores only, found in one pass, with a check that the tail was deep enough
+(see :mod:`bioxr.counting`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-
 import numpy as np
 import xarray as xr
 
-from .cube import compared_mask, mated_mask, probe_dims, reduce_dims, score_kind, validate_score_cube
+from . import eer as _eer
+from .counting import CellIndex, Pool, mated_cells, strided_sample
+from .cube import REFERENCE, label_codes, probe_dims, reduce_dims, score_kind, validate_score_cube
 
 __all__ = [
     "EER_METHODS",
@@ -33,122 +38,73 @@ __all__ = [
     "det_curve",
     "roc_curve",
     "eer",
+    "fnmr_at_fmr",
+    "fmr_at_fnmr",
 ]
 
-EER_METHODS = ("rocch", "interpolated", "nearest")
-
-_EER_DESCRIPTIONS = {
-    "rocch": (
-        "ROC convex hull (ROCCH) EER, as in the BOSARIS toolkit: where the lower-left "
-        "convex hull of the (FMR, FNMR) points crosses FMR = FNMR. It is reachable by "
-        "randomising between the two thresholds of the hull segment; 'threshold' is the "
-        "hull vertex nearer the crossing."
-    ),
-    "interpolated": (
-        "linear-interpolated EER: where the straight segment between the two consecutive "
-        "thresholds that bracket FMR = FNMR crosses it; 'threshold' is interpolated by "
-        "the same fraction."
-    ),
-    "nearest": (
-        "nearest-threshold EER, as in bob.measure: at the threshold minimising "
-        "|FMR - FNMR|, the mean (FMR + FNMR) / 2."
-    ),
-}
+EER_METHODS = _eer.METHODS
+CURVE_POINTS = ("corners", "all")
 
 
 class _Groups:
-    """Sorted mated and non-mated scores for each combination of kept dims."""
+    """A score cube split into one 2-D block (probes x references) per kept-dims combination."""
 
     def __init__(self, cube: xr.DataArray, dim):
         validate_score_cube(cube)
         self.kind = score_kind(cube)
+        self.distance = self.kind == "distance"
         reduced = reduce_dims(cube, dim, default=probe_dims(cube))
         self.kept = tuple(d for d in probe_dims(cube) if d not in reduced)
-        order = (*self.kept, *reduced, "reference")
+        order = (*self.kept, *reduced, REFERENCE)
         cube = cube.transpose(*order)
-        mated = mated_mask(cube).broadcast_like(cube).transpose(*order).values
-        compared = compared_mask(cube).broadcast_like(cube).transpose(*order).values
-        values = np.asarray(cube.values)
-        kept_shape = tuple(cube.sizes[d] for d in self.kept)
-        self.kept_shape = kept_shape
+        self.kept_shape = tuple(cube.sizes[d] for d in self.kept)
+        self.n_groups = int(np.prod(self.kept_shape)) if self.kept else 1
         self.kept_coords = {
             name: coord.variable
             for name, coord in cube.coords.items()
             if coord.dims and set(coord.dims) <= set(self.kept)
         }
-        n_groups = int(np.prod(kept_shape)) if kept_shape else 1
-        values = values.reshape(n_groups, -1)
-        mated = mated.reshape(n_groups, -1)
-        compared = compared.reshape(n_groups, -1)
-        self.mated = [np.sort(v[m & c]) for v, m, c in zip(values, mated, compared)]
-        self.nonmated = [np.sort(v[~m & c]) for v, m, c in zip(values, mated, compared)]
-        self.dtype = values.dtype
+        n_ref = cube.sizes[REFERENCE]
+        self.data = cube.data.reshape(self.n_groups, -1, n_ref)
+        probe_codes, self.ref_codes, self_cols = label_codes(cube, order[:-1])
+        self.probe_codes = probe_codes.reshape(self.n_groups, -1)
+        self.self_cols = None if self_cols is None else self_cols.reshape(self.n_groups, -1)
 
-    def counts(self, thresholds: np.ndarray):
-        """False non-matches and false matches at each threshold, per group."""
-        fnm = np.empty((len(self.mated), thresholds.size), dtype=np.int64)
-        fm = np.empty_like(fnm)
-        for g, (m, q) in enumerate(zip(self.mated, self.nonmated)):
-            if self.kind == "similarity":
-                fnm[g] = np.searchsorted(m, thresholds, side="left")
-                fm[g] = q.size - np.searchsorted(q, thresholds, side="left")
+    def block(self, g: int):
+        values = np.asarray(self.data[g])
+        if not np.issubdtype(values.dtype, np.floating):
+            values = values.astype(np.float64)
+        self_cols = None if self.self_cols is None else self.self_cols[g]
+        return values, CellIndex(self.probe_codes[g], self.ref_codes, self_cols)
+
+    def pools(self, lo=None):
+        """Yield ``(g, Pool)``: every score sorted, or only those >= ``lo`` (similarity orientation)."""
+        for g in range(self.n_groups):
+            values, index = self.block(g)
+            if lo is None:
+                yield g, Pool.full(values, index, self.distance)
             else:
-                fnm[g] = m.size - np.searchsorted(m, thresholds, side="right")
-                fm[g] = np.searchsorted(q, thresholds, side="right")
-        return fnm, fm
+                yield g, Pool.window(values, index, self.distance, lo)
 
-    def n_mated(self) -> np.ndarray:
-        return np.array([m.size for m in self.mated], dtype=np.int64)
-
-    def n_nonmated(self) -> np.ndarray:
-        return np.array([q.size for q in self.nonmated], dtype=np.int64)
-
-    def all_thresholds(self) -> np.ndarray:
-        """Every distinct score, plus the sentinel at which nothing is accepted."""
-        scores = np.unique(np.concatenate([*self.mated, *self.nonmated]))
-        if self.kind == "similarity":
-            return np.concatenate([scores, [np.inf]])
-        return np.concatenate([[-np.inf], scores])
-
-    def kept_dataarray(self, data: np.ndarray, extra_dims: Sequence[Hashable] = (), extra_coords=None, name=None):
+    def dataarray(self, data, extra_dims=(), extra_coords=None) -> xr.DataArray:
+        data = np.asarray(data)
         shape = (*self.kept_shape, *data.shape[1:])
         coords = dict(self.kept_coords)
-        if extra_coords:
-            coords.update(extra_coords)
-        return xr.DataArray(data.reshape(shape), dims=(*self.kept, *extra_dims), coords=coords, name=name)
+        coords.update(extra_coords or {})
+        return xr.DataArray(data.reshape(shape), dims=(*self.kept, *extra_dims), coords=coords)
 
-    def require(self, mated: bool, nonmated: bool, what: str):
-        for flag, arrays, label in ((mated, self.mated, "mated"), (nonmated, self.nonmated, "non-mated")):
-            if flag:
-                empty = [g for g, a in enumerate(arrays) if a.size == 0]
-                if empty:
-                    raise ValueError(
-                        f"{what} needs {label} comparisons, but {len(empty)} of {len(arrays)} "
-                        f"group(s) of the kept dims {list(self.kept)} have none. Reduce over "
-                        "more dimensions (dim=...) or select groups that have them."
-                    )
+    def orient(self, t):
+        """Thresholds between similarity orientation and the scores' own."""
+        return -np.asarray(t, dtype=float) if self.distance else np.asarray(t, dtype=float)
 
-
-def _rates_dataset(groups: _Groups, thresholds, fnm, fm, extra_dims, extra_coords, attrs):
-    n_m = groups.n_mated()[:, None]
-    n_n = groups.n_nonmated()[:, None]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        fnmr_v = fnm / n_m
-        fmr_v = fm / n_n
-    ds = xr.Dataset(
-        {
-            "fmr": groups.kept_dataarray(fmr_v, extra_dims, extra_coords),
-            "fnmr": groups.kept_dataarray(fnmr_v, extra_dims, extra_coords),
-            "false_matches": groups.kept_dataarray(fm, extra_dims, extra_coords),
-            "false_nonmatches": groups.kept_dataarray(fnm, extra_dims, extra_coords),
-            "n_mated": groups.kept_dataarray(n_m[:, 0]),
-            "n_nonmated": groups.kept_dataarray(n_n[:, 0]),
-        },
-        attrs=attrs,
-    )
-    ds["fmr"].attrs["long_name"] = "false match rate"
-    ds["fnmr"].attrs["long_name"] = "false non-match rate"
-    return ds
+    def require(self, pool: Pool, g: int, what: str, *, mated=True, nonmated=True):
+        for flag, n, label in ((mated, pool.n_mated, "mated"), (nonmated, pool.n_nonmated, "non-mated")):
+            if flag and n == 0:
+                where = f" in group {g} of the kept dims {list(self.kept)}" if self.kept else ""
+                raise ValueError(
+                    f"{what} needs {label} comparisons, but there are none{where}. Reduce over "
+                    "more dimensions (dim=...) or select groups that have them."
+                )
 
 
 def _convention(kind: str) -> str:
@@ -157,8 +113,42 @@ def _convention(kind: str) -> str:
     return "accept when distance <= threshold; a tie with the threshold is a match"
 
 
+def _counts_dataset(groups: _Groups, fm, fnm, n_m, n_n, extra_dims, extra_coords, attrs) -> xr.Dataset:
+    fm, fnm = np.asarray(fm), np.asarray(fnm)
+    n_m = np.asarray(n_m).reshape((-1,) + (1,) * (fm.ndim - 1))
+    n_n = np.asarray(n_n).reshape((-1,) + (1,) * (fm.ndim - 1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rates = {"fmr": fm / n_n, "fnmr": fnm / n_m}
+    da = lambda a: groups.dataarray(a, extra_dims, extra_coords)  # noqa: E731
+    ds = xr.Dataset(
+        {
+            "fmr": da(rates["fmr"]),
+            "fnmr": da(rates["fnmr"]),
+            "tmr": da(1 - rates["fnmr"]),
+            "tnr": da(1 - rates["fmr"]),
+            "false_matches": da(fm),
+            "false_nonmatches": da(fnm),
+            "n_mated": groups.dataarray(n_m.ravel()),
+            "n_nonmated": groups.dataarray(n_n.ravel()),
+        },
+        attrs=attrs,
+    )
+    for name, text in (
+        ("fmr", "false match rate"),
+        ("fnmr", "false non-match rate"),
+        ("tmr", "true match rate (GAR), 1 - FNMR"),
+        ("tnr", "true non-match rate (GRR), 1 - FMR"),
+        ("false_matches", "accepted non-mated comparisons"),
+        ("false_nonmatches", "rejected mated comparisons"),
+        ("n_mated", "mated comparisons"),
+        ("n_nonmated", "non-mated comparisons"),
+    ):
+        ds[name].attrs["long_name"] = text
+    return ds
+
+
 def error_rates(cube: xr.DataArray, threshold, *, dim=None) -> xr.Dataset:
-    """FMR and FNMR, with their counts, at given thresholds.
+    """FMR, FNMR, TMR and TNR with their counts at given thresholds.
 
     Parameters
     ----------
@@ -174,9 +164,10 @@ def error_rates(cube: xr.DataArray, threshold, *, dim=None) -> xr.Dataset:
     Returns
     -------
     xarray.Dataset
-        ``fmr``, ``fnmr``, ``false_matches``, ``false_nonmatches`` with dims
-        ``(*kept, "threshold")``; ``n_mated``, ``n_nonmated`` with dims
-        ``kept``; attrs ``score_kind`` and ``decision_rule``.
+        ``fmr``, ``fnmr``, ``tmr``, ``tnr``, ``false_matches``,
+        ``false_nonmatches`` with dims ``(*kept, "threshold")``;
+        ``n_mated``, ``n_nonmated`` with dims ``kept``; attrs
+        ``score_kind`` and ``decision_rule``.
 
     See Also
     --------
@@ -198,9 +189,17 @@ def error_rates(cube: xr.DataArray, threshold, *, dim=None) -> xr.Dataset:
         raise ValueError("threshold must be a number or a 1-D sequence of numbers.")
     if np.isnan(t).any():
         raise ValueError("threshold contains NaN; give numeric thresholds.")
-    fnm, fm = groups.counts(t)
+    ts = groups.orient(t)
+    fm = np.empty((groups.n_groups, t.size), dtype=np.int64)
+    fnm = np.empty_like(fm)
+    n_m = np.empty(groups.n_groups, dtype=np.int64)
+    n_n = np.empty_like(n_m)
+    for g, pool in groups.pools(lo=float(ts.min()) if t.size <= 16 else None):
+        fm[g] = pool.false_matches(ts)
+        fnm[g] = pool.false_nonmatches(ts)
+        n_m[g], n_n[g] = pool.n_mated, pool.n_nonmated
     attrs = {"score_kind": groups.kind, "decision_rule": _convention(groups.kind)}
-    return _rates_dataset(groups, t, fnm, fm, ("threshold",), {"threshold": t}, attrs)
+    return _counts_dataset(groups, fm, fnm, n_m, n_n, ("threshold",), {"threshold": t}, attrs)
 
 
 def fmr(cube: xr.DataArray, threshold, *, dim=None) -> xr.Dataset:
@@ -237,14 +236,8 @@ def fnmr(cube: xr.DataArray, threshold, *, dim=None) -> xr.Dataset:
     return error_rates(cube, threshold, dim=dim)[["fnmr", "false_nonmatches", "n_mated"]]
 
 
-def det_curve(cube: xr.DataArray, *, dim=None) -> xr.Dataset:
-    """The exact DET curve: FMR and FNMR at every distinct score.
-
-    The thresholds are every distinct score of the (kept-dims) data, sorted
-    ascending, plus one sentinel at which nothing is accepted (``+inf`` for
-    similarity, ``-inf`` for distance), so the curve runs from (FMR 1, FNMR 0)
-    to (FMR 0, FNMR 1). With kept dimensions all groups share the union of
-    thresholds; each group's curve is still exact at each of them.
+def det_curve(cube: xr.DataArray, *, dim=None, points: str = "corners") -> xr.Dataset:
+    """The exact DET curve: FMR and FNMR over every threshold that matters.
 
     Parameters
     ----------
@@ -252,12 +245,25 @@ def det_curve(cube: xr.DataArray, *, dim=None) -> xr.Dataset:
         A score cube.
     dim : str, sequence of str or None, keyword-only
         Probe dimensions to pool over (default all); the rest are kept.
+    points : {"corners", "all"}, keyword-only
+        ``"all"``: every distinct score is a threshold. ``"corners"``
+        (default): only the corners of that staircase (the lowest score,
+        each distinct mated score, the first score above each, and the
+        sentinel). Between two consecutive mated scores only FMR moves, so
+        the points left out lie on the straight segments between corners:
+        the curve drawn is the same, exactly, with at most about twice as
+        many points as distinct mated scores.
 
     Returns
     -------
     xarray.Dataset
-        ``fmr``, ``fnmr``, ``false_matches``, ``false_nonmatches`` over
-        ``(*kept, "threshold")``; ``n_mated``, ``n_nonmated`` over ``kept``.
+        ``fmr``, ``fnmr``, ``tmr``, ``tnr``, ``false_matches``,
+        ``false_nonmatches`` over ``(*kept, "threshold")``; ``n_mated``,
+        ``n_nonmated`` over ``kept``. Thresholds ascend and end with a
+        sentinel at which nothing is accepted (``+inf`` for similarity,
+        ``-inf`` first for distance), so the curve runs from (FMR 1, FNMR 0)
+        to (FMR 0, FNMR 1). With kept dims all groups share the union of
+        their thresholds; each group's curve is exact at each of them.
 
     References
     ----------
@@ -268,26 +274,41 @@ def det_curve(cube: xr.DataArray, *, dim=None) -> xr.Dataset:
     >>> import bioxr
     >>> cube = bioxr.simulate.gaussian(n_subjects=30, seed=0)
     >>> det = bioxr.verification.det_curve(cube)
-    >>> float(det.fmr[0]), float(det.fnmr[-1])
-    (1.0, 1.0)
+    >>> float(det.fmr[0]), float(det.fnmr[0]), float(det.fmr[-1]), float(det.fnmr[-1])
+    (1.0, 0.0, 0.0, 1.0)
+    >>> det.sizes["threshold"] < bioxr.verification.det_curve(cube, points="all").sizes["threshold"]
+    True
     """
+    if points not in CURVE_POINTS:
+        raise ValueError(f"points={points!r}; choose 'corners' or 'all'.")
     groups = _Groups(cube, dim)
-    groups.require(True, True, "a DET curve")
-    t = groups.all_thresholds()
-    fnm, fm = groups.counts(t)
+    pools = []
+    for g, pool in groups.pools():
+        groups.require(pool, g, "a DET curve")
+        pools.append(pool)
+    per_group = [p.corner_thresholds() if points == "corners" else p.thresholds() for p in pools]
+    ts = per_group[0] if len(per_group) == 1 else np.unique(np.concatenate(per_group))
+    fm = np.stack([p.false_matches(ts) for p in pools])
+    fnm = np.stack([p.false_nonmatches(ts) for p in pools])
+    t = groups.orient(ts)
+    if groups.distance:
+        t, fm, fnm = t[::-1], fm[:, ::-1], fnm[:, ::-1]
     attrs = {
         "score_kind": groups.kind,
         "decision_rule": _convention(groups.kind),
         "curve": "DET: FMR against FNMR; plot on probit (normal deviate) axes",
+        "points": points,
     }
-    return _rates_dataset(groups, t, fnm, fm, ("threshold",), {"threshold": t}, attrs)
+    n_m = [p.n_mated for p in pools]
+    n_n = [p.n_nonmated for p in pools]
+    return _counts_dataset(groups, fm, fnm, n_m, n_n, ("threshold",), {"threshold": t}, attrs)
 
 
-def roc_curve(cube: xr.DataArray, *, dim=None) -> xr.Dataset:
-    """The exact ROC curve: FMR and TMR (= 1 - FNMR) at every distinct score.
+def roc_curve(cube: xr.DataArray, *, dim=None, points: str = "corners") -> xr.Dataset:
+    """The exact ROC curve: TMR (= 1 - FNMR) against FMR.
 
-    Same thresholds and parameters as :func:`det_curve`; the Dataset adds
-    ``tmr`` (true match rate, also called GAR).
+    The same Dataset as :func:`det_curve` (which already carries ``tmr``),
+    labelled as an ROC.
 
     Examples
     --------
@@ -297,9 +318,7 @@ def roc_curve(cube: xr.DataArray, *, dim=None) -> xr.Dataset:
     >>> bool(((roc.tmr + roc.fnmr) == 1).all())
     True
     """
-    ds = det_curve(cube, dim=dim)
-    ds["tmr"] = 1 - ds["fnmr"]
-    ds["tmr"].attrs["long_name"] = "true match rate (1 - FNMR)"
+    ds = det_curve(cube, dim=dim, points=points)
     ds.attrs["curve"] = "ROC: TMR against FMR"
     return ds
 
@@ -318,18 +337,23 @@ def eer(cube: xr.DataArray, *, dim=None, method: str = "rocch") -> xr.Dataset:
         (BOSARIS). ``"interpolated"``: the crossing of the straight line
         between the two consecutive thresholds that bracket it.
         ``"nearest"``: bob.measure's mean of FMR and FNMR at the threshold
-        where they are closest. On continuous scores the three agree to
-        within one step of the curve; with heavy ties (integer scores) the
-        steps are large and they differ by up to a step: ROCCH is the
-        lowest, being a hull, and is attainable only by randomising
-        between two thresholds.
+        where they are closest. See :mod:`bioxr.eer` for how they differ
+        with heavy ties.
 
     Returns
     -------
     xarray.Dataset
-        ``eer``; ``threshold`` (see ``method``); ``fmr`` and ``fnmr`` at that
-        threshold; all over the kept dims. attrs ``eer_method`` and
-        ``eer_convention`` say which convention was used.
+        ``eer``; ``threshold`` (see ``method``); ``fmr``, ``fnmr`` and
+        their counts at that threshold; ``n_mated``, ``n_nonmated``; all
+        over the kept dims. attrs ``eer_method`` and ``eer_convention`` say
+        which convention was used.
+
+    Notes
+    -----
+    Only a narrow window of the scores is sorted: a strided sample places
+    the crossing, one pass keeps the scores whose FMR lies near it (and
+    counts those above), and the answer is checked to be the one the whole
+    curve gives; otherwise the window widens, down to sorting everything.
 
     References
     ----------
@@ -349,108 +373,248 @@ def eer(cube: xr.DataArray, *, dim=None, method: str = "rocch") -> xr.Dataset:
     if method not in EER_METHODS:
         raise ValueError(f"method={method!r}; choose one of {EER_METHODS}.")
     groups = _Groups(cube, dim)
-    groups.require(True, True, "the EER")
-    t = groups.all_thresholds()
-    fnm, fm = groups.counts(t)
-    n_m = groups.n_mated()
-    n_n = groups.n_nonmated()
-    # order points from lenient to strict: FMR falls, FNMR rises
-    if groups.kind == "distance":
-        t = t[::-1]
-        fnm = fnm[:, ::-1]
-        fm = fm[:, ::-1]
-    out = np.empty((len(n_m), 4))
-    for g in range(len(n_m)):
-        x = fm[g] / n_n[g]
-        y = fnm[g] / n_m[g]
-        out[g] = _EER_FUNCS[method](x, y, t)
-    attrs = {
+    cols = ("eer", "threshold", "fmr", "fnmr", "false_matches", "false_nonmatches", "n_mated", "n_nonmated")
+    out = np.empty((groups.n_groups, len(cols)))
+    for g in range(groups.n_groups):
+        values, index = groups.block(g)
+        out[g] = _eer_group(values, index, groups, g, method)
+    out[:, 1] = groups.orient(out[:, 1])
+    ds = _scalar_dataset(groups, cols, out)
+    ds.attrs = {
         "eer_method": method,
-        "eer_convention": _EER_DESCRIPTIONS[method],
+        "eer_convention": _eer.DESCRIPTIONS[method],
         "score_kind": groups.kind,
         "decision_rule": _convention(groups.kind),
     }
-    ds = xr.Dataset(
-        {
-            "eer": groups.kept_dataarray(out[:, 0]),
-            "threshold": groups.kept_dataarray(out[:, 1]),
-            "fmr": groups.kept_dataarray(out[:, 2]),
-            "fnmr": groups.kept_dataarray(out[:, 3]),
-            "n_mated": groups.kept_dataarray(n_m),
-            "n_nonmated": groups.kept_dataarray(n_n),
-        },
-        attrs=attrs,
-    )
     ds["eer"].attrs["long_name"] = f"equal error rate ({method})"
     return ds
 
 
-def _eer_nearest(x, y, t):
-    k = int(np.argmin(np.abs(x - y)))
-    return (x[k] + y[k]) / 2, t[k], x[k], y[k]
+def _scalar_dataset(groups: _Groups, cols, out, extra_dims=(), extra_coords=None) -> xr.Dataset:
+    ints = {"false_matches", "false_nonmatches", "n_mated", "n_nonmated"}
+    data = {}
+    for j, name in enumerate(cols):
+        column = out[:, j] if out.ndim == 2 else out[:, :, j]
+        if name in ints:
+            column = column.astype(np.int64)
+        dims = () if name in ("n_mated", "n_nonmated") else extra_dims
+        if not dims and column.ndim > 1:
+            column = column[:, 0]
+        data[name] = groups.dataarray(column, dims, extra_coords if dims else None)
+    return xr.Dataset(data)
 
 
-def _eer_interpolated(x, y, t):
-    d = y - x  # non-decreasing from lenient to strict
-    k = int(np.searchsorted(d, 0.0, side="left"))
-    if k < d.size and d[k] == 0:
-        return x[k], t[k], x[k], y[k]
-    lo, hi = k - 1, k
-    s = -d[lo] / (d[hi] - d[lo])
-    value = x[lo] + s * (x[hi] - x[lo])
-    if np.isfinite(t[lo]) and np.isfinite(t[hi]):
-        thr = t[lo] + s * (t[hi] - t[lo])
+def _estimate_eer(sample: np.ndarray, mated: np.ndarray):
+    """A rough EER, and the DET slope there, from a sorted sample and every mated score."""
+    if mated.size == 0 or sample.size == 0:
+        return 0.5, -1.0
+    fnmr_ = np.arange(mated.size) / mated.size  # at t = mated[j]: j mated below
+    fmr_ = (sample.size - np.searchsorted(sample, mated, side="left")) / sample.size
+    k = int(np.argmin(np.abs(fmr_ - fnmr_)))
+    span = max(mated.size // 50, 1)
+    a, b = max(k - span, 0), min(k + span, mated.size - 1)
+    dx = fmr_[b] - fmr_[a]
+    slope = (fnmr_[b] - fnmr_[a]) / dx if dx < 0 else -1.0
+    return float((fmr_[k] + fnmr_[k]) / 2), float(min(slope, -1e-3))
+
+
+def _eer_group(values, index, groups: _Groups, g: int, method: str):
+    """EER of one group from a window of scores around the crossing.
+
+    A strided sample places the crossing. For "interpolated" and "nearest"
+    the window holds the scores whose FMR is within ``w`` of it; for
+    "rocch" it holds every score above the point where the tangent at the
+    crossing meets FNMR = 0, since any point below that line could be a
+    hull vertex. If the answer could depend on scores outside the window,
+    the window widens, up to sorting everything.
+    """
+    m, _ = mated_cells(values, index, groups.distance)
+    sample = strided_sample(values.reshape(-1), groups.distance)
+    estimate, slope = _estimate_eer(sample, m)
+    n_s = max(sample.size, 1)
+    w = 6 * np.sqrt(max(estimate * (1 - estimate), 1.0 / n_s) / n_s) + 2.0 / n_s
+    if method == "rocch":
+        w += estimate / -slope + 0.1 * estimate
+    while True:
+        lo_share = estimate + w
+        hi_share = estimate - w if method != "rocch" else 0.0
+        if lo_share >= 0.5 or values.size < 4 * 131072:
+            pool = Pool.full(values, index, groups.distance)
+        else:
+            lo = float(np.quantile(sample, 1 - lo_share, method="lower"))
+            hi = float(np.quantile(sample, 1 - hi_share, method="higher")) if hi_share > 0 else np.inf
+            pool = Pool.window(values, index, groups.distance, lo, hi)
+        groups.require(pool, g, "the EER")
+        result = _eer_from_pool(pool, method)
+        if result is not None:
+            return result
+        w *= 2
+
+
+def _eer_from_pool(pool: Pool, method: str):
+    """EER from the points in the window, or None if the window may have missed it.
+
+    Points outside the window are bounded: below it (more lenient) they
+    have FMR >= x[0] and FNMR <= y[0]; above it FMR <= x[-1] and FNMR >=
+    y[-1]. "interpolated" needs only the crossing inside the window;
+    "nearest" also needs its best |FMR - FNMR| to beat those bounds;
+    "rocch" (whose window is open above) adds the phantom point (x[0], 0),
+    which lies below-left of every point outside the window: if the hull's
+    crossing segment does not use it, no real point lies below that segment.
+    """
+    # hull vertices are staircase corners, so "rocch" needs only those
+    t = pool.corner_thresholds() if method == "rocch" else pool.thresholds()  # lenient to strict
+    fm = pool.false_matches(t)
+    fnm = pool.false_nonmatches(t)
+    x = fm / pool.n_nonmated
+    y = fnm / pool.n_mated
+    open_lo, open_hi = np.isneginf(pool.lo), np.isposinf(pool.hi)
+    if x.size == 0 or (not open_lo and not y[0] < x[0]) or (not open_hi and not y[-1] > x[-1]):
+        return None
+    if method == "rocch" and not open_lo:
+        if not open_hi:
+            return None
+        value, lo, hi, s = _eer.eer_point(np.r_[x[0], x], np.r_[0.0, y], method)
+        if lo == 0 or hi == 0:
+            return None
+        lo, hi = lo - 1, hi - 1
+    else:
+        value, lo, hi, s = _eer.eer_point(x, y, method)
+        if method == "nearest":
+            bound = min(x[0] - y[0] if not open_lo else np.inf, y[-1] - x[-1] if not open_hi else np.inf)
+            if not abs(x[lo] - y[lo]) < bound:
+                return None
+    if method == "interpolated" and lo != hi and np.isfinite(t[lo]) and np.isfinite(t[hi]):
+        threshold = t[lo] + s * (t[hi] - t[lo])
         near = lo if s < 0.5 else hi
     else:
-        near = lo if np.isfinite(t[lo]) else hi
-        thr = t[near]
-    return value, thr, x[near], y[near]
+        near = lo if (lo == hi or s < 0.5 or not np.isfinite(t[hi])) else hi
+        threshold = t[near]
+    return (value, threshold, x[near], y[near], fm[near], fnm[near], pool.n_mated, pool.n_nonmated)
 
 
-def _eer_rocch(x, y, t):
-    hull = _lower_hull(x, y)
-    hx, hy = x[hull], y[hull]
-    d = hy - hx  # along the hull (lenient to strict) strictly increasing
-    k = int(np.searchsorted(d, 0.0, side="left"))
-    if k < d.size and d[k] == 0:
-        v = hull[k]
-        return hx[k], t[v], x[v], y[v]
-    lo, hi = k - 1, k
-    s = -d[lo] / (d[hi] - d[lo])
-    value = hx[lo] + s * (hx[hi] - hx[lo])
-    v = hull[lo] if abs(d[lo]) <= abs(d[hi]) else hull[hi]
-    return value, t[v], x[v], y[v]
+def _allowed(rate: float, n: int) -> int:
+    """Largest error count k with k / n <= rate, robust to rounding."""
+    return int(np.floor(rate * n * (1 + 8 * np.finfo(float).eps)))
 
 
-def _lower_hull(x, y) -> np.ndarray:
-    """Indices of the lower-left convex hull of points ordered with x falling.
+def _check_targets(values, name: str) -> np.ndarray:
+    a = np.atleast_1d(np.asarray(values, dtype=float))
+    if a.ndim != 1 or a.size == 0 or np.isnan(a).any() or (a < 0).any() or (a > 1).any():
+        raise ValueError(f"{name} targets must be numbers in [0, 1]; got {values!r}.")
+    return a
 
-    Points arrive ordered lenient to strict (x non-increasing, y
-    non-decreasing). The hull is built on them reversed (x ascending, y
-    non-increasing) with Andrew's monotone chain and returned in the
-    original order. Only corners of the staircase can be hull vertices: of
-    each run of equal x the last point (lowest y) and of each run of equal y
-    the first point (lowest x).
+
+def fnmr_at_fmr(cube: xr.DataArray, fmr, *, dim=None) -> xr.Dataset:
+    """FNMR at the most lenient threshold whose FMR does not exceed each target.
+
+    For a target ``f`` with ``n`` non-mated comparisons, at most ``k =
+    floor(f n)`` false matches are allowed; the threshold is the lowest
+    score above the ``(k+1)``-th highest non-mated score. Exact: no
+    interpolation, ties respected.
+
+    Parameters
+    ----------
+    cube : xarray.DataArray
+        A score cube.
+    fmr : float or array_like
+        FMR targets in [0, 1]; they become the ``fmr_target`` dimension.
+    dim : str, sequence of str or None, keyword-only
+        Probe dimensions to pool over (default all).
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``(*kept, "fmr_target")``: ``fnmr``, ``threshold``, ``fmr``
+        (attained, ``<=`` target), ``false_matches``, ``false_nonmatches``;
+        ``n_mated``, ``n_nonmated`` over ``kept``.
+
+    Examples
+    --------
+    >>> import bioxr
+    >>> cube = bioxr.simulate.gaussian(n_subjects=200, seed=0)
+    >>> op = bioxr.verification.fnmr_at_fmr(cube, [0.01, 0.001])
+    >>> bool((op.fmr <= op.fmr_target).all())
+    True
     """
-    idx = np.arange(x.size)[::-1]
-    xs, ys = x[::-1], y[::-1]
-    n = xs.size
-    last_of_x = np.ones(n, dtype=bool)
-    last_of_x[:-1] = xs[1:] != xs[:-1]
-    first_of_y = np.ones(n, dtype=bool)
-    first_of_y[1:] = ys[1:] != ys[:-1]
-    candidates = np.flatnonzero(last_of_x & first_of_y)
-    stack: list[int] = []
-    for i in candidates.tolist():
-        while len(stack) >= 2:
-            a, b = stack[-2], stack[-1]
-            cross = (xs[b] - xs[a]) * (ys[i] - ys[a]) - (ys[b] - ys[a]) * (xs[i] - xs[a])
-            if cross <= 0:
-                stack.pop()
-            else:
+    targets = _check_targets(fmr, "fmr")
+    groups = _Groups(cube, dim)
+    cols = ("fnmr", "threshold", "fmr", "false_matches", "false_nonmatches", "n_mated", "n_nonmated")
+    out = np.empty((groups.n_groups, targets.size, len(cols)))
+    for g in range(groups.n_groups):
+        values, index = groups.block(g)
+        share = min(0.5, 1.5 * float(targets.max()) + 0.002)
+        while True:
+            pool = Pool.tail(values, index, groups.distance, share=share)
+            groups.require(pool, g, "FNMR at FMR")
+            q = pool.nonmated_tail()
+            ks = np.array([_allowed(f, pool.n_nonmated) for f in targets])
+            if pool.is_full or q.size >= ks.max() + 1:
                 break
-        stack.append(i)
-    return idx[np.array(stack)][::-1]
+            share = min(0.5, share * 4)
+        t_all = pool.thresholds()
+        for j, k in enumerate(ks):
+            if k >= pool.n_nonmated:
+                t = t_all[0]  # k >= n only for target 1, which sorts everything
+            else:
+                pivot = q[q.size - 1 - k]  # the (k+1)-th highest non-mated score
+                t = t_all[np.searchsorted(t_all, pivot, side="right")]
+            fm_ = int(pool.false_matches([t])[0])
+            fnm_ = int(pool.false_nonmatches([t])[0])
+            out[g, j] = (fnm_ / pool.n_mated, t, fm_ / pool.n_nonmated, fm_, fnm_, pool.n_mated, pool.n_nonmated)
+    out[:, :, 1] = groups.orient(out[:, :, 1])
+    ds = _scalar_dataset(groups, cols, out, ("fmr_target",), {"fmr_target": targets})
+    ds.attrs = {
+        "operating_point": "most lenient threshold with FMR <= target (no interpolation)",
+        "score_kind": groups.kind,
+        "decision_rule": _convention(groups.kind),
+    }
+    return ds
 
 
-_EER_FUNCS = {"rocch": _eer_rocch, "interpolated": _eer_interpolated, "nearest": _eer_nearest}
+def fmr_at_fnmr(cube: xr.DataArray, fnmr, *, dim=None) -> xr.Dataset:
+    """FMR at the strictest threshold whose FNMR does not exceed each target.
+
+    For a target ``f`` with ``n`` mated comparisons, at most ``k = floor(f
+    n)`` false non-matches are allowed; the threshold is the ``(k+1)``-th
+    lowest mated score. Exact.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``(*kept, "fnmr_target")``: ``fmr``, ``threshold``, ``fnmr``
+        (attained, ``<=`` target) and the counts.
+
+    Examples
+    --------
+    >>> import bioxr
+    >>> cube = bioxr.simulate.gaussian(n_subjects=200, seed=0)
+    >>> op = bioxr.verification.fmr_at_fnmr(cube, 0.1)
+    >>> bool((op.fnmr <= 0.1).all())
+    True
+    """
+    targets = _check_targets(fnmr, "fnmr")
+    groups = _Groups(cube, dim)
+    cols = ("fmr", "threshold", "fnmr", "false_matches", "false_nonmatches", "n_mated", "n_nonmated")
+    out = np.empty((groups.n_groups, targets.size, len(cols)))
+    for g in range(groups.n_groups):
+        values, index = groups.block(g)
+        m, _ = mated_cells(values, index, groups.distance)
+        if m.size == 0:
+            raise ValueError("FMR at FNMR needs mated comparisons; this group has none.")
+        ks = np.array([_allowed(f, m.size) for f in targets])
+        ts = np.array([m[k] if k < m.size else np.inf for k in ks])
+        pool = Pool.window(values, index, groups.distance, float(np.min(ts)))
+        groups.require(pool, g, "FMR at FNMR")
+        fm_ = pool.false_matches(ts)
+        fnm_ = pool.false_nonmatches(ts)
+        for j in range(targets.size):
+            out[g, j] = (fm_[j] / pool.n_nonmated, ts[j], fnm_[j] / pool.n_mated, fm_[j], fnm_[j], pool.n_mated, pool.n_nonmated)
+    out[:, :, 1] = groups.orient(out[:, :, 1])
+    ds = _scalar_dataset(groups, cols, out, ("fnmr_target",), {"fnmr_target": targets})
+    ds.attrs = {
+        "operating_point": "strictest threshold with FNMR <= target (no interpolation)",
+        "score_kind": groups.kind,
+        "decision_rule": _convention(groups.kind),
+    }
+    return ds

@@ -1,0 +1,251 @@
+"""Exact error counts for one group of comparisons, fast.
+
+The verification functions reduce a score cube to groups (one per
+combination of kept dimensions). For each group this module gathers the
+mated and self-comparison cells from the labels alone (they are sparse),
+and leaves the non-mated scores where they are: a count over the non-mated
+scores is a count over all cells minus the same count over the mated and
+excluded cells. No mask the size of the scores is ever built.
+
+Two ways to get the non-mated scores in order:
+
+- :meth:`Pool.full`: one ``np.sort`` of all the group's scores; used for
+  whole curves.
+- :meth:`Pool.window`: only the scores in a window ``[lo, hi]`` (and the
+  count of those above it), found by one pass in cache-sized blocks; used
+  for operating points (EER, FNMR at FMR) that live in a narrow band of
+  the curve. Callers check that the window held the answer exactly and
+  widen it otherwise.
+
+Everything here works in "similarity orientation": distance scores are
+negated (only the small arrays ever are), so "accept when s >= t" holds
+throughout and the caller negates thresholds back.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["CellIndex", "Pool", "mated_cells", "strided_sample"]
+
+_BLOCK = 1 << 16  # elements per block of the extraction pass (512 KiB of float64)
+
+
+class CellIndex:
+    """Flat positions of mated and excluded (self) cells in a 2-D score block.
+
+    Parameters
+    ----------
+    probe_codes : ndarray of int, shape (P,)
+        Code of each probe's subject among the reference subjects (-1: not enrolled).
+    ref_codes : ndarray of int, shape (R,)
+        Code of each reference's subject.
+    self_cols : ndarray of int, shape (P,), optional
+        Reference column holding the probe itself (-1: none).
+    """
+
+    def __init__(self, probe_codes, ref_codes, self_cols=None):
+        n_ref = ref_codes.size
+        order = np.argsort(ref_codes, kind="stable")
+        n_codes = int(ref_codes.max()) + 1 if ref_codes.size else 0
+        counts = np.bincount(ref_codes, minlength=n_codes)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        enrolled = probe_codes >= 0
+        per_probe = np.where(enrolled, counts[np.where(enrolled, probe_codes, 0)], 0)
+        rows = np.repeat(np.arange(probe_codes.size), per_probe)
+        first = np.repeat(starts[np.where(enrolled, probe_codes, 0)], per_probe)
+        offset = np.arange(rows.size) - np.repeat(np.cumsum(per_probe) - per_probe, per_probe)
+        cols = order[first + offset]
+        flat = rows * n_ref + cols
+        excluded = np.empty(0, dtype=np.int64)
+        if self_cols is not None:
+            has = self_cols >= 0
+            excluded = np.flatnonzero(has) * n_ref + self_cols[has]
+            flat = np.setdiff1d(flat, excluded, assume_unique=False)
+        self.mated = flat.astype(np.int64)
+        self.excluded = excluded.astype(np.int64)
+
+
+def mated_cells(values: np.ndarray, index: CellIndex, distance: bool):
+    """Sorted (similarity-oriented) mated and excluded scores, NaN dropped."""
+    flat = values.reshape(-1)
+    m = flat[index.mated]
+    x = flat[index.excluded]
+    m = m[~np.isnan(m)]
+    x = x[~np.isnan(x)]
+    if distance:
+        m, x = -m, -x
+    return np.sort(m), np.sort(x)
+
+
+class Pool:
+    """The non-mated scores of a group, known exactly in a window of scores.
+
+    Attributes
+    ----------
+    pool : ndarray
+        Sorted (ascending, similarity-oriented) values of *all* compared
+        cells (mated and excluded included) in ``[lo, hi]``.
+    lo, hi : float
+        The window; ``-inf`` and ``+inf`` when every score is in the pool.
+    n_above : int
+        Compared cells (of any kind) above ``hi``.
+    mated, excluded : ndarray
+        Sorted mated and excluded scores (all of them).
+    n_mated, n_nonmated : int
+        Numbers of mated and non-mated comparisons in the group (all of them).
+
+    Counts are exact at thresholds in ``[lo, hi]``, and at ``+inf`` when
+    ``hi`` is ``+inf``.
+    """
+
+    def __init__(self, pool, mated, excluded, n_nonmated, lo, hi=np.inf, n_above=0):
+        self.pool = pool
+        self.mated = mated
+        self.excluded = excluded
+        self.n_nonmated = int(n_nonmated)
+        self.n_mated = int(mated.size)
+        self.lo = float(lo)
+        self.hi = float(hi)
+        self.n_above = int(n_above)
+
+    @property
+    def is_full(self) -> bool:
+        return np.isneginf(self.lo) and np.isposinf(self.hi)
+
+    # -- construction -------------------------------------------------------
+    @classmethod
+    def full(cls, values: np.ndarray, index: CellIndex, distance: bool) -> "Pool":
+        """Sort every score of the group once."""
+        m, x = mated_cells(values, index, distance)
+        s = np.sort(values, axis=None)
+        n_valid = int(np.searchsorted(s, np.inf, side="right"))
+        s = s[:n_valid]
+        if distance:
+            s = s[::-1]
+            np.negative(s, out=s)
+        return cls(s, m, x, n_valid - m.size - x.size, -np.inf)
+
+    @classmethod
+    def window(cls, values: np.ndarray, index: CellIndex, distance: bool, lo: float, hi: float = np.inf) -> "Pool":
+        """Keep the scores in ``[lo, hi]`` (similarity orientation) and count those above.
+
+        One pass over the scores in cache-sized blocks; a window that is not
+        bounded below sorts everything instead.
+        """
+        if not np.isfinite(lo) or values.size < 4 * _BLOCK:
+            return cls.full(values, index, distance)
+        m, x = mated_cells(values, index, distance)
+        kept, n_above, n_nan = _extract(values.reshape(-1), lo, hi, distance)
+        kept.sort()
+        if distance:
+            kept = kept[::-1]
+            np.negative(kept, out=kept)
+        n_valid = values.size - n_nan
+        return cls(kept, m, x, n_valid - m.size - x.size, lo, hi, n_above)
+
+    @classmethod
+    def tail(cls, values: np.ndarray, index: CellIndex, distance: bool, *, share: float) -> "Pool":
+        """Keep about the top ``share`` of the scores (cut read off a strided sample)."""
+        if share >= 0.5 or values.size < 4 * _BLOCK:
+            return cls.full(values, index, distance)
+        sample = strided_sample(values.reshape(-1), distance)
+        if sample.size == 0:
+            return cls.full(values, index, distance)
+        lo = float(np.quantile(sample, 1 - share, method="lower"))
+        return cls.window(values, index, distance, lo)
+
+    # -- counts --------------------------------------------------------------
+    def false_matches(self, t) -> np.ndarray:
+        """Non-mated scores >= t."""
+        t = np.asarray(t, dtype=float)
+        ge = lambda a: a.size - np.searchsorted(a, t, side="left")  # noqa: E731
+        above = np.where(np.isposinf(t), 0, self.n_above)
+        return ge(self.pool) + above - ge(self.mated) - ge(self.excluded)
+
+    def false_nonmatches(self, t) -> np.ndarray:
+        """Mated scores < t."""
+        return np.searchsorted(self.mated, np.asarray(t, dtype=float), side="left")
+
+    def _inside(self, a: np.ndarray) -> np.ndarray:
+        return a[(a >= self.lo) & (a <= self.hi)]
+
+    def nonmated_tail(self) -> np.ndarray:
+        """Sorted non-mated scores in the window (the pool less mated and excluded values)."""
+        v = np.sort(np.concatenate([self._inside(self.mated), self._inside(self.excluded)]))
+        if v.size == 0:
+            return self.pool
+        # the k-th copy of a repeated value sits k places after its first copy
+        idx = np.searchsorted(self.pool, v, side="left") + (np.arange(v.size) - np.searchsorted(v, v, side="left"))
+        return np.delete(self.pool, idx)
+
+    def thresholds(self) -> np.ndarray:
+        """Every distinct comparison score in the window, ascending.
+
+        Starts with ``lo`` when it is finite; ends with ``+inf`` when the
+        window is open above.
+        """
+        values = np.unique(np.concatenate([self.nonmated_tail(), self._inside(self.mated)]))
+        parts = [values]
+        if np.isfinite(self.lo) and (values.size == 0 or values[0] > self.lo):
+            parts.insert(0, [self.lo])
+        if np.isposinf(self.hi):
+            parts.append([np.inf])
+        return np.concatenate(parts)
+
+    def corner_thresholds(self) -> np.ndarray:
+        """Thresholds of the corners of the exact staircase in the window, ascending.
+
+        Between two consecutive mated values only FMR changes, so the points
+        there are collinear: the curve through the corners is the whole
+        curve. Corners: the lowest score (or ``lo``), each distinct mated
+        value, the first score above each mated value, and +inf when the
+        window is open above.
+        """
+        scores = self.pool
+        mv = np.unique(self._inside(self.mated))
+        nxt_pos = np.searchsorted(scores, mv, side="right")
+        inside = nxt_pos < scores.size
+        nxt = scores[nxt_pos[inside]]
+        first = scores[:1] if np.isneginf(self.lo) else np.array([self.lo])
+        tail = [np.inf] if np.isposinf(self.hi) else []
+        return np.unique(np.concatenate([first, mv, nxt, tail]))
+
+
+def strided_sample(flat: np.ndarray, distance: bool = False, size: int = 400_000) -> np.ndarray:
+    """About ``size`` evenly strided values, NaN dropped, similarity-oriented, sorted."""
+    sample = flat[:: max(1, flat.size // size)]
+    sample = sample[~np.isnan(sample)]
+    if distance:
+        sample = -sample
+    sample.sort()
+    return sample
+
+
+def _extract(flat: np.ndarray, lo: float, hi: float, distance: bool):
+    """One blocked pass: values in the window, cells above it, and NaN cells.
+
+    ``lo`` and ``hi`` are in similarity orientation; for distances the
+    window is ``[-hi, -lo]`` and "above" means below ``-hi``.
+    """
+    kept = []
+    n_above = 0
+    n_nan = 0
+    a, b = (-hi, -lo) if distance else (lo, hi)
+    bounded = np.isfinite(hi)
+    for start in range(0, flat.size, _BLOCK):
+        block = flat[start : start + _BLOCK]
+        if distance:
+            keep = block <= b
+            if bounded:
+                keep &= block >= a
+                n_above += int(np.count_nonzero(block < a))
+        else:
+            keep = block >= a
+            if bounded:
+                keep &= block <= b
+                n_above += int(np.count_nonzero(block > b))
+        kept.append(block[keep])
+        if np.isnan(np.add.reduce(block)):
+            n_nan += int(np.count_nonzero(np.isnan(block)))
+    return (np.concatenate(kept) if kept else np.empty(0)), n_above, n_nan
