@@ -9,12 +9,13 @@ them. Topic modules hold the pure functions:
 - :mod:`bioxr.simulate`: seeded simulators;
 - :mod:`bioxr.verification`: FMR, FNMR, DET/ROC curves, EER;
 - :mod:`bioxr.outcomes`: the per-probe outcome cube (ranks with ties);
-- :mod:`bioxr.identification`: CMC, rank-k rates, open-set DIR/FPIR.
+- :mod:`bioxr.identification`: CMC, rank-k rates, open-set DIR/FPIR;
+- :mod:`bioxr.gallery`: all-against-all, single- and multi-template.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import accessor, cube, identification, outcomes, simulate, verification
+from . import accessor, cube, gallery, identification, outcomes, simulate, verification
 from .cube import ScoreCubeError, score_cube, validate_score_cube
 
 try:
@@ -26,6 +27,7 @@ __all__ = [
     "ScoreCubeError",
     "accessor",
     "cube",
+    "gallery",
     "identification",
     "outcomes",
     "score_cube",

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import xarray as xr
 
+from . import gallery as _gallery
+from . import identification as _identification
 from . import outcomes as _outcomes
 from . import verification as _verification
 
@@ -42,21 +44,49 @@ class BioAccessor:
         """False non-match rate at thresholds; see :func:`bioxr.verification.fnmr`."""
         return _verification.fnmr(self._obj, threshold, dim=dim)
 
-    def det_curve(self, *, dim=None) -> xr.Dataset:
+    def det_curve(self, *, dim=None, points: str = "corners") -> xr.Dataset:
         """Exact DET curve; see :func:`bioxr.verification.det_curve`."""
-        return _verification.det_curve(self._obj, dim=dim)
+        return _verification.det_curve(self._obj, dim=dim, points=points)
 
-    def roc_curve(self, *, dim=None) -> xr.Dataset:
+    def roc_curve(self, *, dim=None, points: str = "corners") -> xr.Dataset:
         """Exact ROC curve; see :func:`bioxr.verification.roc_curve`."""
-        return _verification.roc_curve(self._obj, dim=dim)
+        return _verification.roc_curve(self._obj, dim=dim, points=points)
 
     def eer(self, *, dim=None, method: str = "rocch") -> xr.Dataset:
         """Equal error rate by a stated convention; see :func:`bioxr.verification.eer`."""
         return _verification.eer(self._obj, dim=dim, method=method)
 
-    def outcomes(self) -> xr.Dataset:
+    def fnmr_at_fmr(self, fmr, *, dim=None) -> xr.Dataset:
+        """FNMR at FMR targets, exact; see :func:`bioxr.verification.fnmr_at_fmr`."""
+        return _verification.fnmr_at_fmr(self._obj, fmr, dim=dim)
+
+    def fmr_at_fnmr(self, fnmr, *, dim=None) -> xr.Dataset:
+        """FMR at FNMR targets, exact; see :func:`bioxr.verification.fmr_at_fnmr`."""
+        return _verification.fmr_at_fnmr(self._obj, fnmr, dim=dim)
+
+    def outcomes(self, *, ranks_only: bool = False) -> xr.Dataset:
         """Per-probe outcome cube with Annex F ranks; see :func:`bioxr.outcomes.outcomes`."""
-        return _outcomes.outcomes(self._obj)
+        return _outcomes.outcomes(self._obj, ranks_only=ranks_only)
+
+    def cmc_curve(self, *, dim=None, max_rank: int | None = None) -> xr.Dataset:
+        """CMC with fractional ties; see :func:`bioxr.identification.cmc_curve`."""
+        return _identification.cmc_curve(self._obj, dim=dim, max_rank=max_rank)
+
+    def identification_rate(self, rank=1, *, dim=None) -> xr.Dataset:
+        """Rank-k identification rate; see :func:`bioxr.identification.identification_rate`."""
+        return _identification.identification_rate(self._obj, rank, dim=dim)
+
+    def open_set_rates(self, threshold, *, rank: int = 1, dim=None, impostors: str = "non-enrolled") -> xr.Dataset:
+        """DIR, FNIR and FPIR at thresholds; see :func:`bioxr.identification.open_set_rates`."""
+        return _identification.open_set_rates(self._obj, threshold, rank=rank, dim=dim, impostors=impostors)
+
+    def open_set_curve(self, *, rank: int = 1, dim=None, impostors: str = "non-enrolled") -> xr.Dataset:
+        """DIR against FPIR at every threshold; see :func:`bioxr.identification.open_set_curve`."""
+        return _identification.open_set_curve(self._obj, rank=rank, dim=dim, impostors=impostors)
+
+    def best_per_subject(self) -> xr.DataArray:
+        """Multi-template cube; see :func:`bioxr.gallery.best_per_subject`."""
+        return _gallery.best_per_subject(self._obj)
 
 
 xr.register_dataarray_accessor("bio")(BioAccessor)

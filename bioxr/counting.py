@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CellIndex", "Pool", "mated_cells", "strided_sample"]
+__all__ = ["CellIndex", "Pool", "MIN_WINDOW_CELLS", "mated_cells", "strided_sample"]
 
 _BLOCK = 1 << 16  # elements per block of the extraction pass (512 KiB of float64)
+#: Below this many cells a group is simply sorted: a window would not pay.
+MIN_WINDOW_CELLS = 1 << 18
 
 
 class CellIndex:
@@ -133,7 +135,7 @@ class Pool:
         One pass over the scores in cache-sized blocks; a window that is not
         bounded below sorts everything instead.
         """
-        if not np.isfinite(lo) or values.size < 4 * _BLOCK:
+        if not np.isfinite(lo) or values.size < MIN_WINDOW_CELLS:
             return cls.full(values, index, distance)
         m, x = mated_cells(values, index, distance)
         kept, n_above, n_nan = _extract(values.reshape(-1), lo, hi, distance)
@@ -147,7 +149,7 @@ class Pool:
     @classmethod
     def tail(cls, values: np.ndarray, index: CellIndex, distance: bool, *, share: float) -> "Pool":
         """Keep about the top ``share`` of the scores (cut read off a strided sample)."""
-        if share >= 0.5 or values.size < 4 * _BLOCK:
+        if share >= 0.5 or values.size < MIN_WINDOW_CELLS:
             return cls.full(values, index, distance)
         sample = strided_sample(values.reshape(-1), distance)
         if sample.size == 0:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 __all__ = [
@@ -122,7 +123,8 @@ def score_cube(
     missing : float, optional
         A sentinel value that stands for "not compared" (for example ``-1``
         for a failed enrolment). It becomes NaN and the number of such cells
-        is recorded in ``attrs["n_missing"]``.
+        is recorded in ``attrs["n_missing"]``, the sentinel in
+        ``attrs["missing_sentinel"]``.
     name : str
     source : str, optional
         Where the scores came from, used in error messages and kept in attrs.
@@ -199,7 +201,7 @@ def score_cube(
         n_missing = int(hit.sum())
         if n_missing:
             arr = np.where(hit, np.nan, arr)
-        attrs["missing_value"] = float(missing)
+        attrs["missing_sentinel"] = float(missing)
         attrs["n_missing"] = n_missing
     cube = xr.DataArray(arr, dims=dims, coords=all_coords, name=name, attrs=attrs)
     return validate_score_cube(cube)
@@ -293,8 +295,8 @@ def validate_score_cube(cube, *, require_mated: bool = True, require_nonmated: b
                     f"{int(inf.sum())} score(s){where} are infinite, first at {pos}. Scores must be "
                     "finite; use NaN for 'not compared' or declare a sentinel with missing=."
                 )
-    probe_labels = set(np.unique(np.asarray(cube["subject"].values)).tolist())
-    ref_labels = set(np.unique(np.asarray(cube["reference_subject"].values)).tolist())
+    probe_labels = set(pd.unique(np.asarray(cube["subject"].values).ravel()).tolist())
+    ref_labels = set(pd.unique(np.asarray(cube["reference_subject"].values).ravel()).tolist())
     if require_mated and not probe_labels & ref_labels:
         raise ScoreCubeError(
             f"no probe subject{where} is among the reference subjects, so no comparison is "
@@ -344,8 +346,6 @@ def label_codes(cube: xr.DataArray, probe_order: Sequence[Hashable]):
         For each probe, the reference column holding the same sample (-1:
         none), when the cube has ``probe_id`` and ``reference_id``.
     """
-    import pandas as pd
-
     template = cube.isel({REFERENCE: 0}, drop=True)
     codes, uniques = pd.factorize(np.asarray(cube["reference_subject"].values), sort=False)
     subject = cube["subject"].broadcast_like(template).transpose(*probe_order)
@@ -375,12 +375,15 @@ def compared_mask(cube: xr.DataArray) -> xr.DataArray:
 
 
 def _missing_labels(values: np.ndarray) -> np.ndarray:
+    """True where a label is missing: NaN, None or blank text."""
     if values.dtype.kind in "fc":
         return np.isnan(values)
-    if values.dtype.kind in "OUS":
-        flat = values.ravel()
-        bad = np.array([v is None or (isinstance(v, float) and np.isnan(v)) or str(v).strip() == "" for v in flat])
-        return bad.reshape(values.shape)
+    if values.dtype.kind in "US":
+        return np.char.str_len(np.char.strip(values)) == 0
+    if values.dtype.kind == "O":
+        flat = pd.Series(values.ravel())
+        blank = flat.map(lambda v: isinstance(v, str) and v.strip() == "").to_numpy(dtype=bool)
+        return (flat.isna().to_numpy() | blank).reshape(values.shape)
     return np.zeros(values.shape, dtype=bool)
 
 

@@ -276,7 +276,7 @@ def open_set_rates(obj, threshold, *, rank: int = 1, dim=None, impostors: str = 
     )
     out["dir"].attrs["long_name"] = f"detection and identification rate (rank <= {rank})"
     out["fpir"].attrs["long_name"] = "false positive identification rate"
-    return out
+    return out.isel(threshold=0) if np.ndim(threshold) == 0 else out
 
 
 def open_set_curve(obj, *, rank: int = 1, dim=None, impostors: str = "non-enrolled") -> xr.Dataset:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from . import counting
 from . import eer as _eer
 from .counting import CellIndex, Pool, mated_cells, strided_sample
 from .cube import REFERENCE, label_codes, probe_dims, reduce_dims, score_kind, validate_score_cube
@@ -155,8 +156,9 @@ def error_rates(cube: xr.DataArray, threshold, *, dim=None) -> xr.Dataset:
     cube : xarray.DataArray
         A score cube, dims ``(*probe_dims, "reference")``.
     threshold : float or array_like
-        One or more decision thresholds; they become the ``threshold``
-        dimension of the result.
+        One or more decision thresholds; a sequence becomes the
+        ``threshold`` dimension of the result, a scalar a scalar
+        ``threshold`` coordinate (as with ``.sel``).
     dim : str, sequence of str or None, keyword-only
         Probe dimensions to pool over; None (default) pools over all of them.
         The others are kept.
@@ -199,7 +201,8 @@ def error_rates(cube: xr.DataArray, threshold, *, dim=None) -> xr.Dataset:
         fnm[g] = pool.false_nonmatches(ts)
         n_m[g], n_n[g] = pool.n_mated, pool.n_nonmated
     attrs = {"score_kind": groups.kind, "decision_rule": _convention(groups.kind)}
-    return _counts_dataset(groups, fm, fnm, n_m, n_n, ("threshold",), {"threshold": t}, attrs)
+    ds = _counts_dataset(groups, fm, fnm, n_m, n_n, ("threshold",), {"threshold": t}, attrs)
+    return ds.isel(threshold=0) if np.ndim(threshold) == 0 else ds
 
 
 def fmr(cube: xr.DataArray, threshold, *, dim=None) -> xr.Dataset:
@@ -438,7 +441,7 @@ def _eer_group(values, index, groups: _Groups, g: int, method: str):
     while True:
         lo_share = estimate + w
         hi_share = estimate - w if method != "rocch" else 0.0
-        if lo_share >= 0.5 or values.size < 4 * 131072:
+        if lo_share >= 0.5 or values.size < counting.MIN_WINDOW_CELLS:
             pool = Pool.full(values, index, groups.distance)
         else:
             lo = float(np.quantile(sample, 1 - lo_share, method="lower"))
@@ -518,7 +521,8 @@ def fnmr_at_fmr(cube: xr.DataArray, fmr, *, dim=None) -> xr.Dataset:
     cube : xarray.DataArray
         A score cube.
     fmr : float or array_like
-        FMR targets in [0, 1]; they become the ``fmr_target`` dimension.
+        FMR targets in [0, 1]; a sequence becomes the ``fmr_target``
+        dimension, a scalar a scalar coordinate.
     dim : str, sequence of str or None, keyword-only
         Probe dimensions to pool over (default all).
 
@@ -564,6 +568,8 @@ def fnmr_at_fmr(cube: xr.DataArray, fmr, *, dim=None) -> xr.Dataset:
             out[g, j] = (fnm_ / pool.n_mated, t, fm_ / pool.n_nonmated, fm_, fnm_, pool.n_mated, pool.n_nonmated)
     out[:, :, 1] = groups.orient(out[:, :, 1])
     ds = _scalar_dataset(groups, cols, out, ("fmr_target",), {"fmr_target": targets})
+    if np.ndim(fmr) == 0:
+        ds = ds.isel(fmr_target=0)
     ds.attrs = {
         "operating_point": "most lenient threshold with FMR <= target (no interpolation)",
         "score_kind": groups.kind,
@@ -612,6 +618,8 @@ def fmr_at_fnmr(cube: xr.DataArray, fnmr, *, dim=None) -> xr.Dataset:
             out[g, j] = (fm_[j] / pool.n_nonmated, ts[j], fnm_[j] / pool.n_mated, fm_[j], fnm_[j], pool.n_mated, pool.n_nonmated)
     out[:, :, 1] = groups.orient(out[:, :, 1])
     ds = _scalar_dataset(groups, cols, out, ("fnmr_target",), {"fnmr_target": targets})
+    if np.ndim(fnmr) == 0:
+        ds = ds.isel(fnmr_target=0)
     ds.attrs = {
         "operating_point": "strictest threshold with FNMR <= target (no interpolation)",
         "score_kind": groups.kind,

@@ -1,0 +1,141 @@
+"""The fast paths (a window of scores, certified exact) give what the whole curve gives.
+
+``bioxr.counting.MIN_WINDOW_CELLS`` is lowered so that small cubes take the
+window path; the reference is the full curve with every distinct score as a
+threshold, read off by plain loops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bioxr import counting, verification
+from bioxr.cube import score_cube
+
+
+def _curve(cube):
+    """(fmr, fnmr, threshold) at every distinct score, lenient to strict, by direct counts."""
+    s = cube.values
+    mated = (cube["subject"] == cube["reference_subject"]).broadcast_like(cube).values
+    valid = ~np.isnan(s)
+    distance = cube.attrs["score_kind"] == "distance"
+    m, q = s[mated & valid], s[~mated & valid]
+    t = np.unique(s[valid])
+    if distance:
+        t = np.concatenate([t[::-1], [-np.inf]])
+        fmr = np.array([(q <= x).sum() for x in t]) / q.size
+        fnmr = np.array([(m > x).sum() for x in t]) / m.size
+    else:
+        t = np.concatenate([t, [np.inf]])
+        fmr = np.array([(q >= x).sum() for x in t]) / q.size
+        fnmr = np.array([(m < x).sum() for x in t]) / m.size
+    return fmr, fnmr, t
+
+
+def _brute_eer(fmr, fnmr, method):
+    d = fnmr - fmr
+    if method == "nearest":
+        k = int(np.argmin(np.abs(d)))
+        return (fmr[k] + fnmr[k]) / 2
+    if method == "interpolated":
+        for k in range(d.size):
+            if d[k] == 0:
+                return fmr[k]
+            if d[k] > 0:
+                s = -d[k - 1] / (d[k] - d[k - 1])
+                return fmr[k - 1] + s * (fmr[k] - fmr[k - 1])
+    # rocch: the lowest crossing of any segment between two curve points with every point on or above it
+    best = np.inf
+    pts = np.unique(np.c_[fmr, fnmr], axis=0)
+    for i in range(len(pts)):
+        for j in range(len(pts)):
+            (x1, y1), (x2, y2) = pts[i], pts[j]
+            if not (x1 > x2 and y1 < y2 and y1 - x1 <= 0 <= y2 - x2):
+                continue
+            # cross(AB, AP) > 0 means P lies below-left of the line through A and B
+            side = (x2 - x1) * (pts[:, 1] - y1) - (y2 - y1) * (pts[:, 0] - x1)
+            if (side <= 1e-12).all():
+                s = (x1 - y1) / ((x1 - y1) - (x2 - y2))
+                best = min(best, x1 + s * (x2 - x1))
+    return best
+
+
+@pytest.fixture
+def small_windows(monkeypatch):
+    monkeypatch.setattr(counting, "MIN_WINDOW_CELLS", 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.sampled_from(["similarity", "distance"]),
+    st.sampled_from([0.5, 1.5, 3.0]),
+    st.booleans(),
+)
+def test_window_eer_equals_the_whole_curve(seed, kind, shift, ties):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(counting, "MIN_WINDOW_CELLS", 0)
+        rng = np.random.default_rng(seed)
+        n_probes, n_refs = 120, 40
+        s = rng.standard_normal((n_probes, n_refs))
+        subj = rng.integers(0, n_refs, n_probes)
+        s[np.arange(n_probes), subj] += shift
+        if ties:
+            s = np.round(s * 2)
+        s[rng.random(s.shape) < 0.02] = np.nan
+        if kind == "distance":
+            s = -s
+        cube = score_cube(s, subject=subj, reference_subject=np.arange(n_refs), score_kind=kind)
+        fmr, fnmr, _ = _curve(cube)
+        for method in ("nearest", "interpolated"):
+            got = verification.eer(cube, method=method).eer.item()
+            assert got == pytest.approx(_brute_eer(fmr, fnmr, method), abs=1e-12), method
+        # the brute-force hull is O(n^3): check it on the tied (few-point) cases
+        if ties:
+            got = verification.eer(cube, method="rocch").eer.item()
+            assert got == pytest.approx(_brute_eer(fmr, fnmr, "rocch"), abs=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["similarity", "distance"]), st.booleans())
+def test_window_operating_points_equal_the_whole_curve(seed, kind, ties):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(counting, "MIN_WINDOW_CELLS", 0)
+        rng = np.random.default_rng(seed)
+        s = rng.standard_normal((300, 50))
+        subj = rng.integers(0, 50, 300)
+        s[np.arange(300), subj] += 2.0
+        if ties:
+            s = np.round(s * 3)
+        if kind == "distance":
+            s = -s
+        cube = score_cube(s, subject=subj, reference_subject=np.arange(50), score_kind=kind)
+        fmr, fnmr, t = _curve(cube)
+        targets = [0.1, 0.01, 0.001]
+        op = verification.fnmr_at_fmr(cube, targets)
+        for j, f in enumerate(targets):
+            k = int(np.flatnonzero(fmr <= f)[0])  # the most lenient threshold within target
+            assert op.fnmr.values[j] == fnmr[k] and op.threshold.values[j] == t[k]
+        op = verification.fmr_at_fnmr(cube, [0.05, 0.2])
+        for j, f in enumerate([0.05, 0.2]):
+            k = int(np.flatnonzero(fnmr <= f)[-1])  # the strictest threshold within target
+            assert op.fmr.values[j] == fmr[k]
+
+
+def test_error_rates_window_equals_sorted_path(small_windows):
+    rng = np.random.default_rng(1)
+    s = rng.standard_normal((200, 30))
+    subj = rng.integers(0, 30, 200)
+    s[np.arange(200), subj] += 2
+    cube = score_cube(s, subject=subj, reference_subject=np.arange(30))
+    few = verification.error_rates(cube, [0.5, 1.0, 2.5])  # window path (<= 16 thresholds)
+    many = verification.error_rates(cube, np.r_[[0.5, 1.0, 2.5], np.linspace(3, 4, 15)])  # sorted path
+    np.testing.assert_array_equal(few.false_matches.values, many.false_matches.values[:3])
+    np.testing.assert_array_equal(few.false_nonmatches.values, many.false_nonmatches.values[:3])
+    nonmated = np.arange(30)[None, :] != subj[:, None]
+    for t in (0.5, 1.0, 2.5):
+        assert int(few.false_matches.sel(threshold=t)) == ((s >= t) & nonmated).sum()
+        assert int(few.false_nonmatches.sel(threshold=t)) == ((s < t) & ~nonmated).sum()
