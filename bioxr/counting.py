@@ -200,18 +200,50 @@ class Pool:
 
         Between two consecutive mated values only FMR changes, so the points
         there are collinear: the curve through the corners is the whole
-        curve. Corners: the lowest score (or ``lo``), each distinct mated
-        value, the first score above each mated value, and +inf when the
-        window is open above.
+        curve. Corners: the lowest comparison score (or ``lo``), each
+        distinct mated value, the first comparison score above each mated
+        value, and +inf when the window is open above. Scores of excluded
+        (self) comparisons are never thresholds.
         """
-        scores = self.pool
         mv = np.unique(self._inside(self.mated))
-        nxt_pos = np.searchsorted(scores, mv, side="right")
-        inside = nxt_pos < scores.size
-        nxt = scores[nxt_pos[inside]]
-        first = scores[:1] if np.isneginf(self.lo) else np.array([self.lo])
+        nxt = self._next_comparison_scores(mv)
+        nxt = nxt[np.isfinite(nxt)]
+        if np.isneginf(self.lo):
+            first = self._next_comparison_scores(np.array([-np.inf]), strictly_above=False)
+            first = first[np.isfinite(first)]
+        else:
+            first = np.array([self.lo])
         tail = [np.inf] if np.isposinf(self.hi) else []
         return np.unique(np.concatenate([first, mv, nxt, tail]))
+
+    def _next_comparison_scores(self, values: np.ndarray, strictly_above: bool = True) -> np.ndarray:
+        """For each value, the lowest comparison score in the pool above it (+inf if none).
+
+        A pool value all of whose copies are excluded cells is skipped.
+        """
+        pool = self.pool
+        side = "right" if strictly_above else "left"
+        pos = np.searchsorted(pool, values, side=side)
+        out = np.full(values.size, np.inf)
+        todo = np.arange(values.size)
+        while todo.size:
+            p = pos[todo]
+            inside = p < pool.size
+            todo, p = todo[inside], p[inside]
+            if not todo.size:
+                break
+            v = pool[p]
+            if self.excluded.size:
+                copies = np.searchsorted(pool, v, side="right") - np.searchsorted(pool, v, side="left")
+                excl = np.searchsorted(self.excluded, v, side="right") - np.searchsorted(self.excluded, v, side="left")
+                only_excluded = excl >= copies
+            else:
+                only_excluded = np.zeros(v.size, dtype=bool)
+            done = ~only_excluded
+            out[todo[done]] = v[done]
+            todo = todo[only_excluded]
+            pos[todo] = np.searchsorted(pool, v[only_excluded], side="right")
+        return out
 
 
 def strided_sample(flat: np.ndarray, distance: bool = False, size: int = 400_000) -> np.ndarray:

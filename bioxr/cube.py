@@ -165,7 +165,7 @@ def score_cube(
         raise ScoreCubeError(f"the last dimension must be 'reference'; dims={dims}.")
     all_coords: dict = dict(coords or {})
     if subject is not None:
-        subject = np.asarray(subject)
+        subject = _label_array(subject)
         if subject.shape != (arr.shape[0],):
             raise ScoreCubeError(
                 f"subject has shape {subject.shape}; it must give one label per entry "
@@ -175,7 +175,7 @@ def score_cube(
             all_coords["subject"] = subject
         else:
             all_coords["subject"] = (dims[0], subject)
-    reference_subject = np.asarray(reference_subject)
+    reference_subject = _label_array(reference_subject)
     if reference_subject.shape != (arr.shape[-1],):
         raise ScoreCubeError(
             f"reference_subject has shape {reference_subject.shape}; it must give one "
@@ -353,7 +353,14 @@ def label_codes(cube: xr.DataArray, probe_order: Sequence[Hashable]):
     self_cols = None
     if "probe_id" in cube.coords and "reference_id" in cube.coords:
         pid = cube["probe_id"].broadcast_like(template).transpose(*probe_order)
-        self_cols = pd.Index(np.asarray(cube["reference_id"].values)).get_indexer(np.asarray(pid.values).ravel())
+        ref_ids = pd.Index(np.asarray(cube["reference_id"].values))
+        if ref_ids.has_duplicates:
+            dup = ref_ids[ref_ids.duplicated()].unique()[:5].tolist()
+            raise ScoreCubeError(
+                f"reference_id repeats {dup}: each reference sample needs its own id, or self "
+                "comparisons cannot be told apart. Drop reference_id or make the ids unique."
+            )
+        self_cols = ref_ids.get_indexer(np.asarray(pid.values).ravel())
     return probe_codes.astype(np.int64), codes.astype(np.int64), self_cols
 
 
@@ -372,6 +379,20 @@ def compared_mask(cube: xr.DataArray) -> xr.DataArray:
     if "probe_id" in cube.coords and "reference_id" in cube.coords:
         mask = mask & (cube["probe_id"] != cube["reference_id"])
     return mask
+
+
+def _label_array(labels) -> np.ndarray:
+    """Labels as an array, keeping a missing label detectable.
+
+    ``np.asarray(["a", np.nan])`` would turn the NaN into the text "nan";
+    a list holding a missing value stays an object array instead.
+    """
+    if isinstance(labels, np.ndarray):
+        return labels
+    as_object = np.asarray(list(labels), dtype=object)
+    if pd.isna(as_object).any():
+        return as_object
+    return np.asarray(list(labels))
 
 
 def _missing_labels(values: np.ndarray) -> np.ndarray:

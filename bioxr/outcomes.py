@@ -103,7 +103,7 @@ def outcomes(cube: xr.DataArray, *, ranks_only: bool = False) -> xr.Dataset:
         core.append([])
         ref_ids = True
     if cube.chunks is not None:
-        ref_chunks = cube.chunksizes.get(REFERENCE, ())
+        ref_chunks = cube.chunks[cube.get_axis_num(REFERENCE)]
         if len(ref_chunks) > 1:
             cube = cube.chunk({REFERENCE: -1})
             inputs[0] = cube

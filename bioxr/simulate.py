@@ -21,21 +21,29 @@ PHOTOHEAD_WEATHER = {"clear": 0.6, "cloudy": 0.2, "rain": -0.9, "fog": -1.8, "sn
 _WEATHER_STAY = 0.93  # chance the weather of one collection persists into the next
 
 
-def _entropy(seed) -> int | tuple:
-    """One root entropy from an int, SeedSequence or Generator."""
+def _entropy(seed) -> np.random.SeedSequence:
+    """The root SeedSequence of a simulation, from an int, SeedSequence or Generator.
+
+    A SeedSequence keeps its spawn key, so the children of
+    ``SeedSequence(s).spawn(n)`` give independent simulations.
+    """
     if isinstance(seed, np.random.Generator):
-        return int(seed.integers(0, 2**63))
+        return np.random.SeedSequence(int(seed.integers(0, 2**63)))
     if isinstance(seed, np.random.SeedSequence):
-        return seed.entropy
+        return seed
     if seed is None:
         raise ValueError("seed is None: pass an int or a numpy Generator so results can be reproduced.")
-    if isinstance(seed, (int, np.integer)) and seed >= 0:
-        return int(seed)
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
+        return np.random.SeedSequence(int(seed))
     raise TypeError(f"seed must be a non-negative int, SeedSequence or numpy Generator, got {seed!r}.")
 
 
-def _rng(entropy, *key: int) -> np.random.Generator:
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy, spawn_key=key)))
+def _rng(root, *key: int) -> np.random.Generator:
+    """An independent stream for ``key`` under the root seed (int or SeedSequence)."""
+    if not isinstance(root, np.random.SeedSequence):
+        root = np.random.SeedSequence(root)
+    child = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + tuple(key))
+    return np.random.Generator(np.random.PCG64(child))
 
 
 def gaussian(

@@ -29,7 +29,7 @@ import xarray as xr
 from . import counting
 from . import eer as _eer
 from .counting import CellIndex, Pool, mated_cells, strided_sample
-from .cube import REFERENCE, label_codes, probe_dims, reduce_dims, score_kind, validate_score_cube
+from .cube import REFERENCE, ScoreCubeError, label_codes, probe_dims, reduce_dims, score_kind, validate_score_cube
 
 __all__ = [
     "EER_METHODS",
@@ -67,6 +67,7 @@ class _Groups:
         }
         n_ref = cube.sizes[REFERENCE]
         self.data = cube.data.reshape(self.n_groups, -1, n_ref)
+        self.lazy = cube.chunks is not None  # validation could not look at lazy values
         probe_codes, self.ref_codes, self_cols = label_codes(cube, order[:-1])
         self.probe_codes = probe_codes.reshape(self.n_groups, -1)
         self.self_cols = None if self_cols is None else self_cols.reshape(self.n_groups, -1)
@@ -75,6 +76,10 @@ class _Groups:
         values = np.asarray(self.data[g])
         if not np.issubdtype(values.dtype, np.floating):
             values = values.astype(np.float64)
+        if self.lazy and not np.isfinite(np.add.reduce(values, axis=None)) and np.isinf(values).any():
+            raise ScoreCubeError(
+                "the score cube holds infinite scores; scores must be finite (NaN means not compared)."
+            )
         self_cols = None if self.self_cols is None else self.self_cols[g]
         return values, CellIndex(self.probe_codes[g], self.ref_codes, self_cols)
 

@@ -1,0 +1,287 @@
+"""Charts checked through ``chart.to_dict()``: marks, encodings, data, transforms."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from scipy.special import ndtr
+from scipy.spatial import cKDTree
+
+import bioxr
+from bioxr import plot
+
+
+def _layers(spec: dict) -> list[dict]:
+    return spec["layer"] if "layer" in spec else [spec]
+
+
+def _data(spec: dict, layer: dict) -> list[dict]:
+    """Rows of a layer's inline dataset (Altair moves them to spec['datasets'])."""
+    name = layer.get("data", spec.get("data", {})).get("name")
+    return spec["datasets"][name]
+
+
+def _all_datasets(spec: dict) -> dict:
+    return spec.get("datasets", {})
+
+
+@pytest.fixture(scope="module")
+def gauss():
+    cube = bioxr.simulate.gaussian(n_subjects=80, n_samples=2, groups={"A": 0.0, "B": -1.0}, seed=11)
+    return cube, bioxr.verification.det_curve(cube), bioxr.verification.eer(cube)
+
+
+@pytest.fixture(scope="module")
+def million():
+    """A DET curve from 1e6 scores (1000 x 1000), every distinct score a threshold."""
+    cube = bioxr.simulate.gaussian(n_subjects=1000, n_samples=1, seed=5)
+    det = bioxr.verification.det_curve(cube, points="all")
+    assert det.sizes["threshold"] > 500_000
+    return cube, det
+
+
+def _toy_det(fmr, fnmr):
+    t = np.arange(len(fmr), dtype=float)
+    return xr.Dataset(
+        {"fmr": ("threshold", np.asarray(fmr, float)), "fnmr": ("threshold", np.asarray(fnmr, float)),
+         "n_mated": 100, "n_nonmated": 1000},
+        coords={"threshold": t},
+    )
+
+
+# ------------------------------------------------------------ probit ------
+
+
+def test_probit_known_points():
+    assert plot.probit(0.5) == 0.0
+    assert plot.probit(0.02275) == pytest.approx(-2.0, abs=1e-3)
+    assert plot.probit(1 - 0.02275) == pytest.approx(2.0, abs=1e-3)
+    assert plot.probit(0.001) == pytest.approx(-3.0902, abs=1e-4)
+    assert np.isneginf(plot.probit(0.0)) and np.isposinf(plot.probit(1.0))
+
+
+def test_det_chart_transforms_data_to_normal_deviates():
+    det = _toy_det([1.0, 0.5, 0.02275, 0.001, 0.0], [0.0, 0.02275, 0.5, 0.9, 1.0])
+    spec = plot.det_chart(det).to_dict()
+    curve = next(layer for layer in _layers(spec) if layer["mark"]["type"] == "line" and "color" in layer["encoding"])
+    rows = _data(spec, curve)
+    xy = sorted((round(r["x"], 3), round(r["y"], 3)) for r in rows)
+    assert (0.0, -2.0) in xy and (-2.0, 0.0) in xy
+    assert (-3.09, 1.282) in xy
+    # the two end points (rates of 0 or 1) lie at infinity: dropped, and the subtitle says so
+    assert len(rows) == 3
+    subtitle = " ".join(spec["title"]["subtitle"])
+    assert "2 point(s) at a rate of 0 or 100% are off the axes" in subtitle
+
+
+def test_det_axes_are_probit_with_percent_ticks(gauss):
+    _, det, eer = gauss
+    spec = plot.det_chart(det, eer=eer).to_dict()
+    curve = _layers(spec)[1]
+    for channel in ("x", "y"):
+        enc = curve["encoding"][channel]
+        assert enc["field"] == channel and enc["type"] == "quantitative"
+        axis = enc["axis"]
+        values = axis["values"]
+        assert len(values) >= 3
+        # every tick value is the probit of a round percentage, and labelExpr names it in percent
+        for z in values:
+            p = float(ndtr(z))
+            label = f"{np.format_float_positional(float(f'{p * 100:.3g}'), trim='-')}%"
+            assert label in axis["labelExpr"]
+        assert "%" in axis["labelExpr"]
+        lo, hi = enc["scale"]["domain"]
+        assert lo < min(values) + 1e-6 and max(values) - 1e-6 < hi
+    assert curve["encoding"]["x"]["axis"]["title"] == "False match rate (FMR)"
+    assert curve["encoding"]["y"]["axis"]["title"] == "False non-match rate (FNMR)"
+
+
+def test_det_chart_marks_eer_with_its_convention(gauss):
+    _, det, eer = gauss
+    spec = plot.det_chart(det, eer=eer).to_dict()
+    marks = [layer["mark"]["type"] for layer in _layers(spec)]
+    assert marks == ["line", "line", "point", "text"]
+    point, text = _layers(spec)[2], _layers(spec)[3]
+    row = _data(spec, point)[0]
+    assert row["eer"] == pytest.approx(float(eer.eer))
+    assert row["x"] == pytest.approx(float(plot.probit(float(eer.eer))))
+    assert row["x"] == row["y"]
+    label = _data(spec, text)[0]["label"]
+    assert eer.attrs["eer_method"] in label and f"{float(eer.eer):.2%}" in label
+    assert "EER convention: rocch" in " ".join(spec["title"]["subtitle"])
+
+
+def test_det_chart_colours_kept_dims(gauss):
+    cube, _, _ = gauss
+    det = xr.concat(
+        [bioxr.verification.det_curve(g) for _, g in cube.groupby("group")],
+        dim=pd.Index(["A", "B"], name="group"), join="outer",
+    )
+    eer = xr.concat([bioxr.verification.eer(g) for _, g in cube.groupby("group")], dim=pd.Index(["A", "B"], name="group"))
+    spec = plot.det_chart(det, eer=eer).to_dict()
+    curve = _layers(spec)[1]
+    assert curve["encoding"]["color"]["field"] == "group"
+    assert curve["encoding"]["color"]["type"] == "nominal"
+    assert {r["group"] for r in _data(spec, curve)} == {"A", "B"}
+    assert {r["group"] for r in _data(spec, _layers(spec)[2])} == {"A", "B"}
+
+
+def test_det_chart_loglog_option(gauss):
+    _, det, eer = gauss
+    spec = plot.det_chart(det, eer=eer, axes="loglog").to_dict()
+    curve = _layers(spec)[1]
+    assert curve["encoding"]["x"]["scale"]["type"] == "log"
+    assert curve["encoding"]["y"]["scale"]["type"] == "log"
+    assert all(r["x"] > 0 and r["y"] > 0 for r in _data(spec, curve))
+
+
+def test_det_chart_rejects_bad_input(gauss):
+    _, det, eer = gauss
+    with pytest.raises(ValueError, match="axes="):
+        plot.det_chart(det, axes="probability")
+    with pytest.raises(TypeError, match="result Dataset"):
+        plot.det_chart(det.fmr)
+    with pytest.raises(ValueError, match="limits"):
+        plot.det_chart(det, limits=(0.5, 0.1))
+
+
+# ------------------------------------------------------------ thinning ----
+
+
+def test_dense_curves_are_thinned_under_altairs_limit(million):
+    _, det = million
+    charts = {
+        "det": plot.det_chart(det),
+        "loglog": plot.det_chart(det, axes="loglog"),
+        "roc": plot.roc_chart(det),
+        "rates": plot.rates_chart(det),
+    }
+    for name, chart in charts.items():
+        spec = chart.to_dict()  # Altair raises MaxRowsError above 5,000 rows
+        sizes = [len(rows) for rows in _all_datasets(spec).values()]
+        assert max(sizes) <= 5000, name
+        assert max(sizes) > 200, name  # thinned, not emptied
+        assert "thinned" in " ".join(spec["title"]["subtitle"]), name
+
+
+def test_thin_keeps_the_shape_and_the_end_points():
+    rng = np.random.default_rng(0)
+    n = 200_000
+    # a monotone staircase like a DET curve
+    x = np.sort(rng.random(n))[::-1]
+    y = np.sort(rng.random(n))
+    frame = pd.DataFrame({"x": x, "y": y})
+    thin = plot._thin(frame, "x", "y", max_points=2000, domain=((0.0, 1.0), (0.0, 1.0)))
+    assert len(thin) <= 2000
+    assert thin.index[0] == 0 and thin.index[-1] == n - 1
+    assert thin.index.is_monotonic_increasing
+    # every dropped point is within one grid cell (1/500 of the axes) of a kept one
+    dist, _ = cKDTree(thin[["x", "y"]].to_numpy()).query(frame[["x", "y"]].to_numpy())
+    assert dist.max() <= np.sqrt(2) / 500 + 1e-12
+
+
+def test_thin_leaves_short_curves_alone():
+    frame = pd.DataFrame({"x": np.arange(50.0), "y": np.arange(50.0), "s": ["a"] * 25 + ["b"] * 25})
+    assert len(plot._thin(frame, "x", "y", by="s")) == 50
+
+
+# ------------------------------------------------------------ other charts
+
+
+def test_roc_chart_encodings(gauss):
+    _, det, _ = gauss
+    roc = bioxr.verification.roc_curve(gauss[0])
+    spec = plot.roc_chart(roc).to_dict()
+    assert spec["mark"]["type"] == "line"
+    assert spec["encoding"]["x"]["field"] == "fmr" and spec["encoding"]["x"]["scale"]["type"] == "log"
+    assert spec["encoding"]["y"]["field"] == "tmr"
+    rows = next(iter(spec["datasets"].values()))
+    assert all(r["fmr"] > 0 for r in rows)
+    lin = plot.roc_chart(roc, xscale="linear").to_dict()
+    assert "type" not in lin["encoding"]["x"]["scale"]
+
+
+def test_rates_chart_encodings(gauss):
+    _, det, eer = gauss
+    spec = plot.rates_chart(det, eer=eer).to_dict()
+    lines, rule, text = _layers(spec)
+    assert lines["mark"]["type"] == "line" and rule["mark"]["type"] == "rule" and text["mark"]["type"] == "text"
+    assert lines["encoding"]["x"]["field"] == "threshold"
+    assert lines["encoding"]["y"]["field"] == "value"
+    assert lines["encoding"]["color"]["field"] == "rate"
+    rows = _data(spec, lines)
+    assert {r["rate"] for r in rows} == {"FMR", "FNMR"}
+    assert all(r["threshold"] is not None and np.isfinite(r["threshold"]) for r in rows)
+    assert _data(spec, rule)[0]["threshold"] == pytest.approx(float(eer.threshold))
+
+
+def test_rates_chart_steps_follow_the_decision_rule(gauss):
+    cube, _, _ = gauss
+    exact = plot.rates_chart(bioxr.verification.det_curve(cube, points="all")).to_dict()
+    assert _layers(exact)[0]["mark"]["interpolate"] == "step-before"  # s >= t: the rate at t_i holds left of t_i
+    distance = (-cube).assign_attrs(cube.attrs, score_kind="distance")
+    spec = plot.rates_chart(bioxr.verification.det_curve(distance, points="all")).to_dict()
+    assert _layers(spec)[0]["mark"]["interpolate"] == "step-after"
+    corners = plot.rates_chart(bioxr.verification.det_curve(cube, points="corners")).to_dict()
+    assert _layers(corners)[0]["mark"]["interpolate"] == "linear"
+    assert "Only the DET corners are known" in " ".join(corners["title"]["subtitle"])
+
+
+def test_score_histogram_densities_and_threshold(gauss):
+    cube, _, eer = gauss
+    t = float(eer.threshold)
+    spec = plot.score_histogram(cube, threshold={"EER": t}, bins=30).to_dict()
+    bars, rule, text = _layers(spec)
+    assert bars["mark"]["type"] == "rect" and rule["mark"]["type"] == "rule" and text["mark"]["type"] == "text"
+    assert bars["encoding"]["color"]["field"] == "comparison"
+    frame = pd.DataFrame(_data(spec, bars))
+    assert set(frame.comparison) == {"mated", "non-mated"}
+    for _, part in frame.groupby("comparison"):
+        assert len(part) == 30
+        assert float((part.density * (part.end - part.start)).sum()) == pytest.approx(1.0)
+    mated = bioxr.cube.mated_mask(cube) & bioxr.cube.compared_mask(cube)
+    assert int(frame[frame.comparison == "mated"]["count"].sum()) == int(mated.sum())
+    assert _data(spec, rule)[0]["threshold"] == pytest.approx(t)
+    assert "EER" in _data(spec, text)[0]["label"]
+
+
+def test_score_histogram_skips_infinite_thresholds(gauss):
+    spec = plot.score_histogram(gauss[0], threshold={"never": np.inf, "t": 1.0}).to_dict()
+    rule = _layers(spec)[1]
+    assert [r["threshold"] for r in _data(spec, rule)] == [1.0]
+
+
+# ------------------------------------------------------------ output ------
+
+
+def test_render_svg_and_png(tmp_path, gauss):
+    _, det, eer = gauss
+    chart = plot.det_chart(det, eer=eer)
+    svg = plot.render_svg(chart)
+    assert svg.startswith("<svg") and "role-mark" in svg and "False match rate" in svg
+    png = plot.save_png(chart, tmp_path / "det.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert plot.save_svg(chart, tmp_path / "det.svg").read_text().startswith("<svg")
+
+
+def test_to_html_embeds_the_bundle_once_and_escapes_data(gauss):
+    _, det, eer = gauss
+    evil = pd.DataFrame({"x": [1.0, 2.0], "who": ["</script><script>alert(1)</script>", "ok"]})
+    import altair as alt
+
+    charts = {"DET": plot.det_chart(det, eer=eer), "<evil>": alt.Chart(evil).mark_point().encode(x="x:Q", tooltip="who:N")}
+    page = plot.to_html(charts, title="two charts")
+    assert page.count("window.vegaEmbed=") == 1  # the bundle, once
+    assert len(re.findall(r"vegaEmbed\(\"#bioxr-chart-\d\"", page)) == 2
+    assert "<script>alert(1)</script>" not in page
+    assert "&lt;evil&gt;" in page
+    assert not re.search(r"<(script|img|iframe)[^>]*\ssrc=[\"']?https?:", page)
+    assert not re.search(r"<link[^>]*\shref=[\"']?https?:", page)
+    # the specs embedded are valid JSON
+    spec_text = re.search(r"vegaEmbed\(\"#bioxr-chart-0\", (\{.*?\}), \{\"actions\"", page, re.S).group(1)
+    assert json.loads(spec_text.replace("<\\/", "</"))["layer"]
