@@ -15,7 +15,7 @@ them. Topic modules hold the pure functions:
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import accessor, cube, gallery, identification, outcomes, simulate, verification
+from . import accessor, bootstrap, cube, gallery, identification, outcomes, simulate, verification
 from .cube import ScoreCubeError, score_cube, validate_score_cube
 
 try:
@@ -26,6 +26,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 __all__ = [
     "ScoreCubeError",
     "accessor",
+    "bootstrap",
     "cube",
     "gallery",
     "identification",

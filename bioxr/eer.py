@@ -17,11 +17,12 @@ The tools users know disagree (METHODS.md section 1):
 - ``nearest`` (bob.measure): at the point where ``|FMR - FNMR|`` is least,
   their mean.
 
-On continuous scores with many comparisons all three agree to within one
-step of the curve. With heavy ties (integer fingerprint scores) the steps
-are wide: the interpolated value lies on the step that crosses the
-diagonal, the nearest value can sit half a step away from it, and the hull
-value can sit below both when the staircase is not convex there.
+The interpolated and nearest values agree to within one step of the curve.
+The hull value is never above them and can sit several steps below where
+the staircase is locally concave (the hull bridges the dent), which is
+common with few mated comparisons. With heavy ties (integer fingerprint
+scores) the steps are wide and all three part ways. When two points are
+equally near, "nearest" takes the more lenient one.
 """
 
 from __future__ import annotations

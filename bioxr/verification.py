@@ -352,9 +352,11 @@ def eer(cube: xr.DataArray, *, dim=None, method: str = "rocch") -> xr.Dataset:
     -------
     xarray.Dataset
         ``eer``; ``threshold`` (see ``method``); ``fmr``, ``fnmr`` and
-        their counts at that threshold; ``n_mated``, ``n_nonmated``; all
-        over the kept dims. attrs ``eer_method`` and ``eer_convention`` say
-        which convention was used.
+        their counts actually attained at that threshold (for "rocch" and
+        "interpolated" they differ from ``eer``, which no single threshold
+        attains); ``n_mated``, ``n_nonmated``; all over the kept dims.
+        attrs ``eer_method`` and ``eer_convention`` say which convention
+        was used.
 
     Notes
     -----
@@ -494,11 +496,13 @@ def _eer_from_pool(pool: Pool, method: str):
                 return None
     if method == "interpolated" and lo != hi and np.isfinite(t[lo]) and np.isfinite(t[hi]):
         threshold = t[lo] + s * (t[hi] - t[lo])
-        near = lo if s < 0.5 else hi
     else:
         near = lo if (lo == hi or s < 0.5 or not np.isfinite(t[hi])) else hi
         threshold = t[near]
-    return (value, threshold, x[near], y[near], fm[near], fnm[near], pool.n_mated, pool.n_nonmated)
+    # the rates actually attained at the reported threshold (inside the window: exact)
+    fm_t = int(pool.false_matches([threshold])[0])
+    fnm_t = int(pool.false_nonmatches([threshold])[0])
+    return (value, threshold, fm_t / pool.n_nonmated, fnm_t / pool.n_mated, fm_t, fnm_t, pool.n_mated, pool.n_nonmated)
 
 
 def _allowed(rate: float, n: int) -> int:
