@@ -10,12 +10,15 @@ them. Topic modules hold the pure functions:
 - :mod:`bioxr.verification`: FMR, FNMR, DET/ROC curves, EER;
 - :mod:`bioxr.outcomes`: the per-probe outcome cube (ranks with ties);
 - :mod:`bioxr.identification`: CMC, rank-k rates, open-set DIR/FPIR;
-- :mod:`bioxr.gallery`: all-against-all, single- and multi-template.
+- :mod:`bioxr.gallery`: all-against-all, single- and multi-template;
+- :mod:`bioxr.intervals`: Wilson, Clopper-Pearson, Jeffreys, rule of three;
+- :mod:`bioxr.correlation`: intra-class correlation and design-aware FNMR intervals;
+- :mod:`bioxr.bootstrap`: subject bootstrap by sufficient statistics.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import accessor, bootstrap, cube, gallery, identification, outcomes, simulate, verification
+from . import accessor, bootstrap, correlation, cube, gallery, identification, intervals, outcomes, simulate, verification
 from .cube import ScoreCubeError, score_cube, validate_score_cube
 
 try:
@@ -27,9 +30,11 @@ __all__ = [
     "ScoreCubeError",
     "accessor",
     "bootstrap",
+    "correlation",
     "cube",
     "gallery",
     "identification",
+    "intervals",
     "outcomes",
     "score_cube",
     "simulate",

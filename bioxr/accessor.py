@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import xarray as xr
 
+from . import bootstrap as _bootstrap
+from . import correlation as _correlation
 from . import gallery as _gallery
 from . import identification as _identification
+from . import intervals as _intervals
 from . import outcomes as _outcomes
 from . import verification as _verification
 
@@ -83,6 +86,65 @@ class BioAccessor:
     def open_set_curve(self, *, rank: int = 1, dim=None, impostors: str = "non-enrolled") -> xr.Dataset:
         """DIR against FPIR at every threshold; see :func:`bioxr.identification.open_set_curve`."""
         return _identification.open_set_curve(self._obj, rank=rank, dim=dim, impostors=impostors)
+
+    def attempt_counts(self, threshold, *, by: str = "subject", dim=None) -> xr.Dataset:
+        """Per-individual errors and attempts; see :func:`bioxr.correlation.attempt_counts`."""
+        return _correlation.attempt_counts(self._obj, threshold, by=by, dim=dim)
+
+    def fnmr_interval(
+        self, threshold, *, by: str = "subject", method: str = "wilson", level: float = 0.95, design: str = "icc", dim=None
+    ) -> xr.Dataset:
+        """FNMR with an interval for correlated attempts; see :func:`bioxr.correlation.fnmr_interval`."""
+        return _correlation.fnmr_interval(self._obj, threshold, by=by, method=method, level=level, design=design, dim=dim)
+
+    def rates_interval(self, *, method: str = "wilson", level: float = 0.95, n_eff=None) -> xr.Dataset:
+        """Intervals for the rates of a result Dataset; see :func:`bioxr.intervals.rates_interval`."""
+        return _intervals.rates_interval(self._obj, method=method, level=level, n_eff=n_eff)
+
+    def icc(self, *, dim: str = "individual") -> xr.Dataset:
+        """Intra-class correlation of per-individual counts; see :func:`bioxr.correlation.icc`."""
+        return _correlation.icc(self._obj, dim=dim)
+
+    def clustered_interval(
+        self, *, method: str = "wilson", level: float = 0.95, design: str = "icc", dim: str = "individual"
+    ) -> xr.Dataset:
+        """Rate interval from per-individual counts; see :func:`bioxr.correlation.clustered_interval`."""
+        return _correlation.clustered_interval(self._obj, method=method, level=level, design=design, dim=dim)
+
+    def bootstrap_curve(
+        self,
+        *,
+        thresholds=None,
+        n_replicates: int = 2000,
+        level: float = 0.95,
+        seed=0,
+        unit: str = "subject",
+        two_level: bool = False,
+        progress: bool = False,
+    ) -> xr.Dataset:
+        """Subject-bootstrap bands of FMR and FNMR; see :func:`bioxr.bootstrap.bootstrap_curve`."""
+        return _bootstrap.bootstrap_curve(
+            self._obj, thresholds=thresholds, n_replicates=n_replicates, level=level, seed=seed, unit=unit,
+            two_level=two_level, progress=progress,
+        )
+
+    def fnmr_at_fmr_interval(
+        self,
+        fmr,
+        *,
+        thresholds=None,
+        n_replicates: int = 2000,
+        level: float = 0.95,
+        seed=0,
+        unit: str = "subject",
+        two_level: bool = False,
+        progress: bool = False,
+    ) -> xr.Dataset:
+        """Bootstrap interval of FNMR at FMR targets; see :func:`bioxr.bootstrap.fnmr_at_fmr_interval`."""
+        return _bootstrap.fnmr_at_fmr_interval(
+            self._obj, fmr, thresholds=thresholds, n_replicates=n_replicates, level=level, seed=seed, unit=unit,
+            two_level=two_level, progress=progress,
+        )
 
     def best_per_subject(self) -> xr.DataArray:
         """Multi-template cube; see :func:`bioxr.gallery.best_per_subject`."""

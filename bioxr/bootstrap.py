@@ -30,7 +30,7 @@ import xarray as xr
 from .cube import compared_mask, mated_mask, probe_dims, score_kind, validate_score_cube
 from .simulate import _entropy, _rng
 
-__all__ = ["subject_draws", "bootstrap_replicates", "bootstrap_curve", "fnmr_at_fmr_interval", "rate_interval"]
+__all__ = ["subject_draws", "bootstrap_replicates", "bootstrap_curve", "fnmr_at_fmr_interval", "bootstrap_rate_interval"]
 
 _CHUNK = 256  # replicates per block of the non-mated products
 
@@ -403,7 +403,7 @@ def fnmr_at_fmr_interval(
     )
 
 
-def rate_interval(
+def bootstrap_rate_interval(
     errors: xr.DataArray,
     attempts: xr.DataArray,
     *,
@@ -435,10 +435,10 @@ def rate_interval(
     Examples
     --------
     >>> import xarray as xr
-    >>> from bioxr.bootstrap import rate_interval
+    >>> from bioxr.bootstrap import bootstrap_rate_interval
     >>> e = xr.DataArray([0, 1, 0, 3, 0, 0, 1, 0], dims="individual")
     >>> m = xr.full_like(e, 5)
-    >>> res = rate_interval(e, m, n_replicates=500, seed=0)
+    >>> res = bootstrap_rate_interval(e, m, n_replicates=500, seed=0)
     >>> float(res.rate)
     0.125
     >>> bool(res.rate_interval.sel(bound="lower") < 0.125 < res.rate_interval.sel(bound="upper"))

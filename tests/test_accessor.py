@@ -103,7 +103,9 @@ def test_accessor_init_does_not_validate_methods_do():
 
 
 TOPIC_MODULES = [verification, outcomes] + [
-    getattr(bioxr, name) for name in ("identification", "gallery") if hasattr(bioxr, name)
+    getattr(bioxr, name)
+    for name in ("identification", "gallery", "correlation", "intervals", "bootstrap")
+    if hasattr(bioxr, name)
 ]
 
 

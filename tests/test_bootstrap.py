@@ -12,7 +12,7 @@ from bioxr.bootstrap import (
     bootstrap_curve,
     bootstrap_replicates,
     fnmr_at_fmr_interval,
-    rate_interval,
+    bootstrap_rate_interval,
     subject_draws,
 )
 
@@ -125,7 +125,7 @@ def test_bootstrap_interval_coverage(rate, rho, m):
     n_exp = 1500
     errors = beta_binomial(200, m, rate, rho, n_exp, rng)
     e = xr.DataArray(errors, dims=("experiment", "individual"))
-    res = rate_interval(e, xr.full_like(e, m), n_replicates=1000, seed=3)
+    res = bootstrap_rate_interval(e, xr.full_like(e, m), n_replicates=1000, seed=3)
     lo, hi = res.rate_interval.sel(bound="lower"), res.rate_interval.sel(bound="upper")
     coverage = float(((lo <= rate) & (rate <= hi)).mean())
     assert 0.93 <= coverage <= 0.97, coverage
