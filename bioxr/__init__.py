@@ -13,12 +13,13 @@ them. Topic modules hold the pure functions:
 - :mod:`bioxr.gallery`: all-against-all, single- and multi-template;
 - :mod:`bioxr.intervals`: Wilson, Clopper-Pearson, Jeffreys, rule of three;
 - :mod:`bioxr.correlation`: intra-class correlation and design-aware FNMR intervals;
-- :mod:`bioxr.bootstrap`: subject bootstrap by sufficient statistics.
+- :mod:`bioxr.bootstrap`: subject bootstrap by sufficient statistics;
+- :mod:`bioxr.design`: the Micheals-Boult study of which sample design the data follow.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import accessor, bootstrap, correlation, cube, gallery, identification, intervals, outcomes, simulate, verification
+from . import accessor, bootstrap, correlation, cube, design, gallery, identification, intervals, outcomes, simulate, verification
 from .cube import ScoreCubeError, score_cube, validate_score_cube
 
 try:
@@ -32,6 +33,7 @@ __all__ = [
     "bootstrap",
     "correlation",
     "cube",
+    "design",
     "gallery",
     "identification",
     "intervals",

@@ -12,6 +12,7 @@ import xarray as xr
 
 from . import bootstrap as _bootstrap
 from . import correlation as _correlation
+from . import design as _design
 from . import gallery as _gallery
 from . import identification as _identification
 from . import intervals as _intervals
@@ -145,6 +146,53 @@ class BioAccessor:
             self._obj, fmr, thresholds=thresholds, n_replicates=n_replicates, level=level, seed=seed, unit=unit,
             two_level=two_level, progress=progress,
         )
+
+    def eer_interval(
+        self,
+        *,
+        method: str = "rocch",
+        thresholds=None,
+        n_replicates: int = 2000,
+        level: float = 0.95,
+        seed=0,
+        unit: str = "subject",
+        two_level: bool = False,
+        progress: bool = False,
+    ) -> xr.Dataset:
+        """The EER with a subject-bootstrap interval; see :func:`bioxr.bootstrap.eer_interval`."""
+        return _bootstrap.eer_interval(
+            self._obj, method=method, thresholds=thresholds, n_replicates=n_replicates, level=level, seed=seed,
+            unit=unit, two_level=two_level, progress=progress,
+        )
+
+    def dichotomize(self, *, rank=None, threshold=None, ties: str = "strict") -> xr.DataArray:
+        """Binary success per probe; see :func:`bioxr.design.dichotomize`."""
+        return _design.dichotomize(self._obj, rank=rank, threshold=threshold, ties=ties)
+
+    def design_study(
+        self,
+        *,
+        partition=("subject",),
+        trial_dim: str = "collection",
+        m: int = 4,
+        n_collections: int = 180,
+        n_runs: int = 30,
+        design: str = "stratified",
+        randomize=None,
+        cluster_draw=None,
+        level: float = 0.95,
+        tolerance: float = 0.05,
+        seed=0,
+    ) -> xr.Dataset:
+        """Micheals-Boult design study; see :func:`bioxr.design.design_study`."""
+        return _design.design_study(
+            self._obj, partition=partition, trial_dim=trial_dim, m=m, n_collections=n_collections, n_runs=n_runs,
+            design=design, randomize=randomize, cluster_draw=cluster_draw, level=level, tolerance=tolerance, seed=seed,
+        )
+
+    def design_test(self) -> xr.Dataset:
+        """F test of a design study; see :func:`bioxr.design.design_test`."""
+        return _design.design_test(self._obj)
 
     def best_per_subject(self) -> xr.DataArray:
         """Multi-template cube; see :func:`bioxr.gallery.best_per_subject`."""

@@ -127,7 +127,7 @@ def photohead(
     *,
     seed=0,
     chunks: dict | int | None = None,
-    subject_sd: float = 1.0,
+    subject_sd: float = 0.7,
     image_sd: float = 1.5,
     time_sd: float = 0.7,
     base_logit: float = 2.0,
