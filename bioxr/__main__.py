@@ -79,6 +79,8 @@ def main(argv=None) -> int:
     print(f"executed notebook: {files.notebook}")
     if files.html is not None:
         print(f"HTML report:       {files.html}")
+    for path in files.results:
+        print(f"result (netCDF):   {path}")
     return 0
 
 

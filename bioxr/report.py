@@ -33,6 +33,8 @@ import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import xarray as xr
+
 __all__ = [
     "ReportError",
     "Parameter",
@@ -79,6 +81,7 @@ class ReportFiles:
 
     notebook: Path
     html: Path | None
+    results: tuple = ()
 
 
 # ------------------------------------------------------------- templates ---
@@ -314,7 +317,7 @@ def run_report(template, output_dir, parameters: dict | None = None, *, scores=N
     from papermill.exceptions import PapermillExecutionError
 
     try:
-        with _kernel_can_import_bioxr():
+        with _kernel_can_import_bioxr(), _results_saved_to(out):
             papermill.execute_notebook(
                 str(path), str(nb_path), parameters=values, kernel_name=kernel_name, cwd=str(out),
                 progress_bar=False, log_output=False, execution_timeout=timeout,
@@ -324,7 +327,22 @@ def run_report(template, output_dir, parameters: dict | None = None, *, scores=N
     except Exception as err:  # kernel missing, bad notebook, ...
         raise ReportError(f"running template {path.name} failed before its cells ran: {type(err).__name__}: {err}") from err
     html_path = notebook_to_html(nb_path, out / f"{path.stem}.html") if html else None
-    return ReportFiles(nb_path, html_path)
+    saved = tuple(sorted(out.glob(f"{path.stem}_*.nc")))
+    return ReportFiles(nb_path, html_path, saved)
+
+
+@contextlib.contextmanager
+def _results_saved_to(folder: Path):
+    """Tell :func:`provenance`, inside the kernel, where to save the result Datasets."""
+    old = os.environ.get(RESULTS_ENV)
+    os.environ[RESULTS_ENV] = str(folder)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(RESULTS_ENV, None)
+        else:
+            os.environ[RESULTS_ENV] = old
 
 
 def _cell_failure(path: Path, nb_path: Path, err) -> str:
@@ -451,6 +469,28 @@ class Provenance:
         return "<table class='bioxr-provenance'>\n" + "\n".join(rows) + "\n</table>"
 
 
+RESULTS_ENV = "BIOXR_REPORT_RESULTS"
+
+
+def _save_results(template: str, namespace: dict, results, folder: Path) -> dict:
+    """Write each result Dataset as netCDF, named after its variable in the notebook."""
+    names = {id(v): k for k, v in namespace.items() if not k.startswith("_")}
+    saved = {}
+    for k, result in enumerate(results):
+        if not isinstance(result, (xr.Dataset, xr.DataArray)):
+            continue
+        name = names.get(id(result), f"result{k}")
+        ds = result.to_dataset(name=result.name or name) if isinstance(result, xr.DataArray) else result
+        ds = ds.copy()
+        ds.attrs = {a: (v if isinstance(v, (str, int, float)) else str(v)) for a, v in ds.attrs.items()}
+        for var in ds.variables.values():
+            var.attrs = {a: (v if isinstance(v, (str, int, float)) else str(v)) for a, v in var.attrs.items()}
+        path = folder / f"{Path(str(template)).stem}_{name}.nc"
+        ds.to_netcdf(path, engine="h5netcdf")
+        saved[name] = path.name
+    return saved
+
+
 def provenance(template, namespace: dict, *, cube=None, results=()) -> Provenance:
     """Record a report's provenance: parameters, data, versions, conventions.
 
@@ -466,7 +506,9 @@ def provenance(template, namespace: dict, *, cube=None, results=()) -> Provenanc
         record.
     results : sequence of xarray.Dataset, keyword-only
         Results whose ``attrs`` name conventions (EER method, decision
-        rule, tie rule); they are collected.
+        rule, tie rule); they are collected. Under ``bioxr report`` each
+        is also saved beside the report as ``<template>_<variable>.nc``
+        (netCDF), and the files are listed.
 
     Returns
     -------
@@ -505,6 +547,10 @@ def provenance(template, namespace: dict, *, cube=None, results=()) -> Provenanc
             data["missing sentinel"] = f"{sentinel} ({cube.attrs.get('n_missing', 0):,} cells, not compared)"
     versions = {name: _version(name) for name in ("bioxr", "numpy", "xarray", "pandas", "scipy", "altair")}
     versions["python"] = platform.python_version()
+    folder = os.environ.get(RESULTS_ENV)
+    if folder:
+        for name, file in _save_results(template, namespace, results, Path(folder)).items():
+            data[f"result {name}"] = file
     conventions = {}
     for result in results:
         for key in ("eer_method", "eer_convention", "decision_rule", "tie_rule", "operating_point"):

@@ -18,7 +18,7 @@ from bioxr import report
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = REPO / "templates" / "verification.ipynb"
-SMALL = ["-p", "n_subjects", "6", "-p", "n_collections", "12", "-p", "seed", "3"]
+SMALL = ["-p", "n_subjects", "6", "-p", "n_collections", "12", "-p", "seed", "3", "-p", "n_replicates", "200"]
 
 
 def run_cli(*args, timeout=180) -> subprocess.CompletedProcess:
@@ -136,6 +136,22 @@ def test_report_writes_notebook_and_html(simulated):
     assert (out / "verification.ipynb").is_file() and (out / "verification.html").is_file()
     assert str(out / "verification.html") in proc.stdout
     assert str(out / "verification.ipynb") in proc.stdout
+
+
+def test_results_are_saved_as_netcdf_beside_the_report(simulated):
+    import xarray as xr
+
+    out, proc = simulated
+    files = sorted(out.glob("verification_*.nc"))
+    names = {f.stem.removeprefix("verification_") for f in files}
+    assert {"err", "eer_ci", "op", "op_icc"} <= names, names
+    for f in files:
+        assert str(f) in proc.stdout
+    eer = xr.open_dataset(out / "verification_err.nc")
+    assert eer.attrs["eer_method"] == "rocch" and 0 < float(eer.eer) < 0.5
+    ci = xr.open_dataset(out / "verification_eer_ci.nc")
+    lo, hi = ci.eer_interval.values
+    assert lo <= float(eer.eer) <= hi
 
 
 def test_executed_notebook_has_the_injected_parameters(simulated):
