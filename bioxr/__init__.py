@@ -14,7 +14,10 @@ them. Topic modules hold the pure functions:
 - :mod:`bioxr.intervals`: Wilson, Clopper-Pearson, Jeffreys, rule of three;
 - :mod:`bioxr.correlation`: intra-class correlation and design-aware FNMR intervals;
 - :mod:`bioxr.bootstrap`: subject bootstrap by sufficient statistics;
-- :mod:`bioxr.design`: the Micheals-Boult study of which sample design the data follow.
+- :mod:`bioxr.design`: the Micheals-Boult study of which sample design the data follow;
+- :mod:`bioxr.plot` (Altair charts), :mod:`bioxr.widgets` (ipywidgets
+  explorers), :mod:`bioxr.report` (templates into HTML reports) and
+  :mod:`bioxr.io` load on first use, so ``import bioxr`` stays light.
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -43,3 +46,12 @@ __all__ = [
     "validate_score_cube",
     "verification",
 ]
+
+
+def __getattr__(name):
+    """Load the heavier layers (charts, widgets, reports, readers) on first use."""
+    if name in ("io", "plot", "report", "widgets"):
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'bioxr' has no attribute {name!r}")

@@ -207,7 +207,9 @@ def score_cube(
     return validate_score_cube(cube)
 
 
-def validate_score_cube(cube, *, require_mated: bool = True, require_nonmated: bool = True):
+def validate_score_cube(
+    cube, *, require_mated: bool = True, require_nonmated: bool = True, check_values: bool = True
+):
     """Check a score cube and return it unchanged, or raise a clear error.
 
     Checks: it is a DataArray with a ``reference`` dimension and at least one
@@ -222,6 +224,10 @@ def validate_score_cube(cube, *, require_mated: bool = True, require_nonmated: b
     cube : xarray.DataArray
     require_mated, require_nonmated : bool, keyword-only
         Raise when the cube holds no mated (non-mated) comparison.
+    check_values : bool, keyword-only
+        Look at every score for infinities (one pass). A caller that
+        passes over the scores anyway may check them there instead, as
+        :func:`bioxr.outcomes.outcomes` does.
 
     Returns
     -------
@@ -285,8 +291,8 @@ def validate_score_cube(cube, *, require_mated: bool = True, require_nonmated: b
         if not np.issubdtype(values.dtype, np.floating):
             raise ScoreCubeError(f"scores{where} must be floating point; got {values.dtype}.")
         # one cheap pass: a finite sum means no NaN and no infinity anywhere
-        clean = bool(np.isfinite(np.add.reduce(values, axis=None)))
-        if not clean:
+        clean = bool(np.isfinite(np.add.reduce(values, axis=None))) if check_values else None
+        if clean is False:
             inf = np.isinf(values)
             if inf.any():
                 first = np.argwhere(inf)[0]
@@ -311,8 +317,9 @@ def validate_score_cube(cube, *, require_mated: bool = True, require_nonmated: b
         flat = values.reshape(-1)
         n_mated = int(np.count_nonzero(~np.isnan(flat[index.mated])))
         n_excluded = int(np.count_nonzero(~np.isnan(flat[index.excluded])))
-        n_valid = flat.size if clean else flat.size - int(np.count_nonzero(np.isnan(flat)))
-        n_nonmated = n_valid - n_mated - n_excluded
+        if require_nonmated:
+            n_valid = flat.size if clean else flat.size - int(np.count_nonzero(np.isnan(flat)))
+            n_nonmated = n_valid - n_mated - n_excluded
         if require_mated and n_mated == 0:
             raise ScoreCubeError(
                 f"the score cube{where} holds no mated comparison with a score (all are NaN "

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .cube import REFERENCE, probe_dims, score_kind, validate_score_cube
+from .cube import REFERENCE, ScoreCubeError, probe_dims, score_kind, validate_score_cube
 
 __all__ = ["outcomes"]
 
@@ -80,7 +80,7 @@ def outcomes(cube: xr.DataArray, *, ranks_only: bool = False) -> xr.Dataset:
     >>> out.mated_rank_min.values.tolist(), out.mated_rank_max.values.tolist()
     ([1.0, 1.0], [2.0, 2.0])
     """
-    validate_score_cube(cube, require_nonmated=False)
+    validate_score_cube(cube, require_nonmated=False, check_values=False)  # the kernel checks the scores
     kind = score_kind(cube)
     pdims = probe_dims(cube)
     ref_labels = pd.Index(np.asarray(cube["reference_subject"].values))
@@ -212,6 +212,11 @@ def _outcome_rows(s, code, self_cols, order, starts, n_subjects, size, distance,
     With ``ranks_only`` only the ranks are filled (rows 2-4) and, when each
     subject has one reference, the scores are read without a copy.
     """
+    if not np.isfinite(np.add.reduce(s, axis=None)) and np.isinf(s).any():
+        raise ScoreCubeError(
+            "the score cube holds infinite scores; scores must be finite (NaN means not compared, "
+            "or declare a sentinel with missing=)."
+        )
     if distance:
         s = np.negative(s)  # best = lowest distance = highest negated distance
     if size == 1:

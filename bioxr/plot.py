@@ -1,4 +1,4 @@
-"""Altair charts of verification results, drawn offline.
+"""Altair charts of verification and identification results, drawn offline.
 
 Tidy frames in, charts out: every function takes a result Dataset (or a
 score cube), turns it into a pandas frame and returns an
@@ -9,7 +9,9 @@ compute; the charts only show what the Datasets hold.
   EER point and its convention;
 - :func:`roc_chart`: the ROC curve (TMR against FMR);
 - :func:`score_histogram`: mated and non-mated score densities;
-- :func:`rates_chart`: FMR and FNMR against the threshold.
+- :func:`rates_chart`: FMR and FNMR against the threshold;
+- :func:`cmc_chart`: the CMC (identification rate against rank);
+- :func:`open_set_chart`: the open-set DET (FNIR against FPIR).
 
 Kept dimensions of a result (``collection``, ``weather``, ...) become one
 curve each, coloured by their label. Exact curves have a point per distinct
@@ -30,6 +32,7 @@ import json
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 import altair as alt
 import numpy as np
@@ -42,6 +45,8 @@ __all__ = [
     "roc_chart",
     "score_histogram",
     "rates_chart",
+    "cmc_chart",
+    "open_set_chart",
     "probit",
     "render_svg",
     "save_png",
@@ -60,7 +65,8 @@ _LEGEND = dict(labelFontSize=12, titleFontSize=12)
 _RATE_FORMAT = ".3~%"
 # tick candidates of the probit axes, most wanted first
 _TICKS_MAJOR = [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 0.5, 0.9, 0.99]
-_TICKS_MINOR = [0.05, 0.2, 0.02, 0.4, 0.005, 0.002, 5e-4, 2e-4, 5e-5, 2e-5, 5e-6, 2e-6, 0.3, 0.8, 0.95, 0.98]
+_TICKS_MINOR = [0.05, 0.2, 0.02, 0.4, 0.005, 0.002, 5e-4, 2e-4, 5e-5, 2e-5, 5e-6, 2e-6, 0.3, 0.8, 0.95, 0.98,
+                0.6, 0.7]
 _TICKS_HIGH = [0.5, 0.6, 0.8, 0.9, 0.95, 0.99]  # candidate upper limits of the DET axes
 
 
@@ -89,8 +95,8 @@ def probit(p):
 # ---------------------------------------------------------------- frames ---
 
 
-def _kept(ds: xr.Dataset, var: str) -> list:
-    return [d for d in ds[var].dims if d != "threshold"]
+def _kept(ds: xr.Dataset, var: str, along: str = "threshold") -> list:
+    return [d for d in ds[var].dims if d != along]
 
 
 def _field(name) -> str:
@@ -98,9 +104,9 @@ def _field(name) -> str:
     return str(name).replace(".", "_").replace("[", "(").replace("]", ")")
 
 
-def _series_frame(ds: xr.Dataset, variables: Sequence[str]) -> tuple[pd.DataFrame, str | None]:
-    """Tidy frame of ``variables`` over (*kept, threshold), with a ``series`` label."""
-    kept = _kept(ds, variables[0])
+def _series_frame(ds: xr.Dataset, variables: Sequence[str], along: str = "threshold") -> tuple[pd.DataFrame, str | None]:
+    """Tidy frame of ``variables`` over (*kept, along), with a ``series`` label."""
+    kept = _kept(ds, variables[0], along)
     sub = ds[list(variables)]
     sub = sub.drop_vars([c for c in sub.coords if c not in sub.dims and not set(sub[c].dims) <= set(sub.dims)])
     frame = sub.to_dataframe().reset_index()
@@ -224,8 +230,10 @@ def _probit_axis(title: str, lo: float, hi: float, size: int) -> tuple[alt.Scale
     return scale, axis
 
 
-def _probit_limits(frame: pd.DataFrame, limits) -> tuple[float, float]:
+def _probit_limits(frame: pd.DataFrame, limits, cols: tuple[str, str] = ("fmr", "fnmr")) -> tuple[float, float]:
     """Rates shown on both DET axes: the region where the curve has both rates low."""
+    if cols != ("fmr", "fnmr"):
+        frame = frame[list(cols)].set_axis(["fmr", "fnmr"], axis=1)
     if limits is not None:
         lo, hi = (float(v) for v in limits)
         if not 0 < lo < hi < 1:
@@ -247,6 +255,66 @@ def _log_axis(title: str, lo: float, hi: float) -> alt.Axis:
     steps = (1, 2, 5) if np.log10(hi / lo) <= 3 else (1,)
     values = sorted({float(f"{m * v:.12g}") for v in powers for m in steps if lo * (1 - 1e-9) <= m * v <= hi * (1 + 1e-9)})
     return alt.Axis(values=values, format="~%", title=title, grid=True, **_AXIS)
+
+
+class _DetAxes(NamedTuple):
+    frame: pd.DataFrame  # thinned, with plotted columns x and y
+    n_off: int  # points at infinity (rate 0 or 1), not drawn
+    n_all: int  # points on the axes before thinning
+    domain: tuple  # plotted ranges, for thinning and label placement
+    x: alt.X
+    y: alt.Y
+    to_plot: object  # rate -> plotted coordinate
+    limits: tuple[float, float]  # lowest and highest rate shown (on the x axis)
+    y_limits: tuple[float, float]  # the same on the y axis
+
+
+def _det_axes(frame: pd.DataFrame, cols: tuple[str, str], titles: tuple[str, str], axes: str, limits,
+              series: str | None, *, same_range: bool = True) -> _DetAxes:
+    """Axes of a DET-style chart (two error rates, probit or log-log), shared by DET and open-set charts.
+
+    Drops the points lying at infinity on the chosen axes, picks the shown
+    rates (the same range on both axes, or with ``same_range=False`` a y
+    range fitted to the curve), transforms the rates to plotted ``x``/``y``
+    columns and thins the curve.
+    """
+    xr_, yr_ = cols
+    if axes == "probit":
+        infinite = (frame[xr_] <= 0) | (frame[xr_] >= 1) | (frame[yr_] <= 0) | (frame[yr_] >= 1)
+    else:
+        infinite = (frame[xr_] <= 0) | (frame[yr_] <= 0)
+    n_off = int(infinite.sum())
+    frame = frame[~infinite]
+    lo, hi = _probit_limits(frame, limits, cols=cols)
+    ylo, yhi = lo, hi
+    if not same_range:
+        inside = frame.loc[(frame[xr_] >= lo) & (frame[xr_] <= hi), yr_]
+        if len(inside):
+            candidates = sorted(_TICKS_MAJOR + _TICKS_MINOR)
+            ylo = max([p for p in candidates if p <= float(inside.min())] or [candidates[0]])
+            yhi = min([p for p in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, *_TICKS_HIGH[2:]) if p >= float(inside.max())] or [0.99])
+            ylo = min(ylo, yhi / 2)
+    if axes == "probit":
+        frame = frame.assign(x=probit(frame[xr_]), y=probit(frame[yr_]))
+        domain = ((float(ndtri(lo)), float(ndtri(hi))), (float(ndtri(ylo)), float(ndtri(yhi))))
+        xs, xa = _probit_axis(titles[0], lo, hi, SIZE)
+        ys, ya = _probit_axis(titles[1], ylo, yhi, SIZE)
+        to_plot = probit
+    else:
+        frame = frame.assign(x=frame[xr_], y=frame[yr_])
+        domain = ((np.log10(lo), np.log10(hi)), (np.log10(ylo), np.log10(yhi)))
+        xs = alt.Scale(type="log", domain=[lo, hi], nice=False)
+        ys = alt.Scale(type="log", domain=[ylo, yhi], nice=False)
+        xa, ya = _log_axis(titles[0], lo, hi), _log_axis(titles[1], ylo, yhi)
+        to_plot = np.asarray
+    n_all = len(frame)
+    if axes == "loglog":
+        frame = frame.assign(lx=np.log10(frame["x"]), ly=np.log10(frame["y"]))
+        frame = _thin(frame, "lx", "ly", by=series, domain=domain, max_points=_budget(frame, series)).drop(columns=["lx", "ly"])
+    else:
+        frame = _thin(frame, "x", "y", by=series, domain=domain, max_points=_budget(frame, series))
+    return _DetAxes(frame, n_off, n_all, domain, alt.X("x:Q", scale=xs, axis=xa), alt.Y("y:Q", scale=ys, axis=ya),
+                    to_plot, (lo, hi), (ylo, yhi))
 
 
 def _color(frame: pd.DataFrame, series: str | None, sort=None):
@@ -338,37 +406,13 @@ def det_chart(det: xr.Dataset, *, eer: xr.Dataset | None = None, axes: str = "pr
     frame, series = _series_frame(det, ("fmr", "fnmr"))
     frame = frame.dropna(subset=["fmr", "fnmr"])
     frame = _order_rows(frame, series)
-    infinite = (frame["fmr"] <= 0) | (frame["fmr"] >= 1) | (frame["fnmr"] <= 0) | (frame["fnmr"] >= 1)
-    if axes == "loglog":
-        infinite = (frame["fmr"] <= 0) | (frame["fnmr"] <= 0)
-    n_off = int(infinite.sum())
-    frame = frame[~infinite]
-    lo, hi = _probit_limits(frame, limits)
-    if axes == "probit":
-        frame = frame.assign(x=probit(frame["fmr"]), y=probit(frame["fnmr"]))
-        domain = ((float(ndtri(lo)), float(ndtri(hi))),) * 2
-        xs, xa = _probit_axis("False match rate (FMR)", lo, hi, SIZE)
-        ys, ya = _probit_axis("False non-match rate (FNMR)", lo, hi, SIZE)
-        to_plot = probit
-    else:
-        frame = frame.assign(x=frame["fmr"], y=frame["fnmr"])
-        domain = ((np.log10(lo), np.log10(hi)),) * 2
-        xs = alt.Scale(type="log", domain=[lo, hi], nice=False)
-        ys = alt.Scale(type="log", domain=[lo, hi], nice=False)
-        xa = _log_axis("False match rate (FMR)", lo, hi)
-        ya = _log_axis("False non-match rate (FNMR)", lo, hi)
-        to_plot = np.asarray
-    n_all = len(frame)
-    if axes == "loglog":
-        frame = frame.assign(lx=np.log10(frame["x"]), ly=np.log10(frame["y"]))
-        frame = _thin(frame, "lx", "ly", by=series, domain=domain, max_points=_budget(frame, series)).drop(columns=["lx", "ly"])
-    else:
-        frame = _thin(frame, "x", "y", by=series, domain=domain, max_points=_budget(frame, series))
+    geo = _det_axes(frame, ("fmr", "fnmr"), ("False match rate (FMR)", "False non-match rate (FNMR)"),
+                    axes, limits, series)
+    frame, n_off, n_all, domain, to_plot, (lo, hi) = geo.frame, geo.n_off, geo.n_all, geo.domain, geo.to_plot, geo.limits
     tooltip = [alt.Tooltip("threshold:Q", format=".4~g"), alt.Tooltip("fmr:Q", title="FMR", format=_RATE_FORMAT),
                alt.Tooltip("fnmr:Q", title="FNMR", format=_RATE_FORMAT)] + ([alt.Tooltip(f"{series}:N")] if series else [])
     color = _color(frame, series)
-    x = alt.X("x:Q", scale=xs, axis=xa)
-    y = alt.Y("y:Q", scale=ys, axis=ya)
+    x, y = geo.x, geo.y
     diag = pd.DataFrame({"x": [float(to_plot(lo)), float(to_plot(hi))], "y": [float(to_plot(lo)), float(to_plot(hi))]})
     layers = [
         alt.Chart(diag).mark_line(color="#aaaaaa", strokeDash=[4, 4], strokeWidth=1).encode(x=x, y=y),
@@ -650,6 +694,185 @@ def score_histogram(cube: xr.DataArray, *, threshold=None, bins: int = 60,
     subtitle = [f"{m_scores.size:,} mated and {n_scores.size:,} non-mated comparisons in {int(bins)} shared bins",
                 "Each histogram is a density (area 1), so both show whatever their counts"]
     return alt.layer(*layers).properties(width=SIZE + 140, height=SIZE * 2 // 3, title=_title(title, subtitle))
+
+
+# ------------------------------------------------------- identification ---
+
+
+def _check_ranked(cmc, what):
+    if not isinstance(cmc, xr.Dataset) or "cmc" not in cmc:
+        raise TypeError(f"{what} takes the Dataset of bioxr.identification.cmc_curve, got {type(cmc).__name__}.")
+    if "rank" not in cmc["cmc"].dims:
+        raise ValueError(f"{what} needs a 'rank' dimension (a curve from cmc_curve, not one rank).")
+
+
+def _ties_text(attrs) -> str:
+    rule = str(attrs.get("tie_rule", ""))
+    return "Ties split as in ISO/IEC 19795-1 Annex F (fractional counts)" if "Annex F" in rule else rule
+
+
+def cmc_chart(cmc: xr.Dataset, *, max_rank: int | None = None, xscale: str = "auto",
+              title: str = "CMC curve") -> alt.LayerChart:
+    """The cumulative match characteristic: identification rate against rank.
+
+    A line through the rates at each integer rank, with a point per rank
+    (when there are at most 60) and the rank-1 identification rate marked
+    and labelled. Kept dimensions (``collection``, ``weather``, ...) give
+    one curve each, coloured by their label.
+
+    Parameters
+    ----------
+    cmc : xarray.Dataset
+        From :func:`bioxr.identification.cmc_curve`: ``cmc`` over
+        ``(*kept, "rank")``; ``n_probes`` and ``n_excluded`` (if present)
+        are summed into the subtitle, the tie rule from ``attrs``.
+    max_rank : int, optional, keyword-only
+        Highest rank drawn; default every rank in ``cmc``.
+    xscale : {"auto", "linear", "log"}, keyword-only
+        Rank axis; "auto" is linear up to 50 ranks and logarithmic beyond.
+    title : str, keyword-only
+
+    Returns
+    -------
+    altair.LayerChart
+
+    See Also
+    --------
+    bioxr.identification.cmc_curve, bioxr.identification.identification_rate
+
+    Examples
+    --------
+    >>> import bioxr
+    >>> from bioxr import plot
+    >>> cmc = bioxr.identification.cmc_curve(bioxr.simulate.gaussian(n_subjects=30, seed=1))
+    >>> spec = plot.cmc_chart(cmc, max_rank=10).to_dict()
+    >>> [layer["mark"]["type"] for layer in spec["layer"]]
+    ['line', 'point', 'point', 'text']
+    """
+    _check_ranked(cmc, "cmc_chart")
+    if xscale not in ("auto", "linear", "log"):
+        raise ValueError(f"xscale={xscale!r}; choose 'auto', 'linear' or 'log'.")
+    if max_rank is not None:
+        if int(max_rank) < 1:
+            raise ValueError("max_rank must be at least 1.")
+        cmc = cmc.isel(rank=np.flatnonzero(cmc["rank"].values <= int(max_rank)))
+    frame, series = _series_frame(cmc, ("cmc",), along="rank")
+    frame = frame.dropna(subset=["cmc"]).sort_values(([series] if series else []) + ["rank"], kind="stable")
+    if frame.empty:
+        raise ValueError("cmc_chart: no rank to draw (check max_rank).")
+    top = int(frame["rank"].max())
+    log = xscale == "log" or (xscale == "auto" and top > 50)
+    low = float(frame["cmc"].min())
+    ylo = max(0.0, np.floor(low * 10 - 1e-9) / 10 - (0.05 if low > 0.9 else 0.0))
+    if log:
+        ticks = [float(m * 10**e) for e in range(0, len(str(top)) + 1) for m in (1, 2, 5) if m * 10**e <= top]
+        xsc = alt.Scale(type="log", domain=[1, top], nice=False)
+        xax = alt.Axis(values=ticks, format="d", title="Rank (log scale)", grid=True, **_AXIS)
+    else:
+        xsc = alt.Scale(domain=[0.5, top + 0.5], nice=False, zero=False)
+        xax = alt.Axis(format="d", tickMinStep=1, title="Rank", grid=True, **_AXIS)
+    x = alt.X("rank:Q", scale=xsc, axis=xax)
+    y = alt.Y("cmc:Q", scale=alt.Scale(domain=[ylo, 1], nice=False),
+              axis=alt.Axis(format="~%", title="Identification rate (mate at or below the rank)", **_AXIS))
+    color = _color(frame, series)
+    tooltip = [alt.Tooltip("rank:Q", format="d"), alt.Tooltip("cmc:Q", title="identification rate", format=".2%")] + (
+        [alt.Tooltip(f"{series}:N")] if series else [])
+    n_series = frame[series].nunique() if series else 1
+    layers = [alt.Chart(frame).mark_line(strokeWidth=2, clip=True).encode(x=x, y=y, color=color, tooltip=tooltip)]
+    per_curve = len(frame) / n_series
+    layers.append(alt.Chart(frame if per_curve <= 60 else frame.iloc[:0]).mark_point(filled=True, size=30, clip=True)
+                  .encode(x=x, y=y, color=color, tooltip=tooltip))
+    first = frame[frame["rank"] == 1]
+    first = first.assign(label=[f"rank 1: {v:.2%}" for v in first["cmc"]])
+    layers.append(alt.Chart(first).mark_point(filled=True, size=90, shape="diamond", stroke="black", strokeWidth=1)
+                  .encode(x=x, y=y, color=color, tooltip=tooltip))
+    if 0 < len(first) <= 3:
+        labels = first.assign(dy=np.arange(len(first)) * 16 + 14)
+        layers.append(alt.Chart(labels).mark_text(align="left", dx=8, fontSize=13, fontWeight="bold")
+                      .encode(x=x, y=y, yOffset=alt.YOffset("dy:Q", scale=None), text="label:N"))
+    n_probes = int(cmc["n_probes"].sum()) if "n_probes" in cmc else None
+    n_excl = int(cmc["n_excluded"].sum()) if "n_excluded" in cmc else 0
+    subtitle = [
+        (f"{n_probes:,} closed-set searches" if n_probes is not None else "")
+        + (f" · {n_excl:,} probe(s) not enrolled or never compared with their mate, not counted" if n_excl else ""),
+        _ties_text(cmc.attrs),
+    ]
+    return alt.layer(*layers).properties(width=SIZE + 100, height=SIZE * 3 // 4, title=_title(title, subtitle))
+
+
+def open_set_chart(curve: xr.Dataset, *, axes: str = "probit", limits: tuple[float, float] | None = None,
+                   title: str = "Open-set identification: FNIR against FPIR") -> alt.LayerChart:
+    """The open-set DET: FNIR (1 - DIR) against FPIR, on probit axes.
+
+    The same probit axes and thinning as :func:`det_chart`, but the FNIR
+    axis is fitted to the curve (FNIR cannot fall below the closed-set miss
+    rate at the candidate-list rank, so a square range would leave most of
+    the chart empty) and there is no FPIR = FNIR diagonal: open-set
+    identification has no equal error rate convention. FPIR is counted over
+    impostor *searches* (one per probe), not over comparisons, so its
+    smallest step is 1 / (impostor searches): the subtitle gives both
+    counts, the candidate-list rank and which probes were impostors.
+
+    Parameters
+    ----------
+    curve : xarray.Dataset
+        From :func:`bioxr.identification.open_set_curve`: ``fpir`` and
+        ``fnir`` (or ``dir``) over ``(*kept, "threshold")``.
+    axes : {"probit", "loglog"}, keyword-only
+    limits : (float, float), optional, keyword-only
+        Lowest and highest rate shown on both axes (the same range); default
+        from the data.
+    title : str, keyword-only
+
+    Returns
+    -------
+    altair.LayerChart
+
+    See Also
+    --------
+    bioxr.identification.open_set_curve, det_chart
+
+    Examples
+    --------
+    >>> import bioxr
+    >>> from bioxr import plot
+    >>> cube = bioxr.simulate.gaussian(n_subjects=60, seed=0)
+    >>> curve = bioxr.identification.open_set_curve(cube, impostors="all")
+    >>> spec = plot.open_set_chart(curve).to_dict()
+    >>> spec["layer"][0]["encoding"]["x"]["axis"]["title"]
+    'False positive identification rate (FPIR)'
+    """
+    if axes not in ("probit", "loglog"):
+        raise ValueError(f"axes={axes!r}; choose 'probit' or 'loglog'.")
+    if isinstance(curve, xr.Dataset) and "fnir" not in curve and "dir" in curve:
+        curve = curve.assign(fnir=1 - curve["dir"])
+    _check_curve(curve, ("fpir", "fnir"), "open_set_chart")
+    frame, series = _series_frame(curve, ("fpir", "fnir"))
+    frame = _order_rows(frame.dropna(subset=["fpir", "fnir"]), series)
+    geo = _det_axes(frame, ("fpir", "fnir"),
+                    ("False positive identification rate (FPIR)", "False negative identification rate (FNIR)"),
+                    axes, limits, series, same_range=limits is not None)
+    tooltip = [alt.Tooltip("threshold:Q", format=".4~g"), alt.Tooltip("fpir:Q", title="FPIR", format=_RATE_FORMAT),
+               alt.Tooltip("fnir:Q", title="FNIR", format=_RATE_FORMAT)] + ([alt.Tooltip(f"{series}:N")] if series else [])
+    layers = [
+        alt.Chart(geo.frame).mark_line(clip=True, strokeWidth=2)
+        .encode(x=geo.x, y=geo.y, color=_color(geo.frame, series), order="order:Q", tooltip=tooltip),
+    ]
+    n_m = int(curve["n_mated_probes"].sum()) if "n_mated_probes" in curve else None
+    n_i = int(curve["n_impostor_probes"].sum()) if "n_impostor_probes" in curve else None
+    who = {"all": "every probe, with its own mates left out", "non-enrolled": "probes whose subject is not enrolled"}
+    impostors = curve.attrs.get("impostors")
+    subtitle = [
+        " and ".join(t for t in (f"{n_m:,} mated searches" if n_m is not None else "",
+                                 f"{n_i:,} impostor searches" if n_i is not None else "") if t)
+        + (f" (impostors: {who.get(impostors, impostors)})" if impostors else ""),
+        ("Normal-deviate (probit) axes" if axes == "probit" else "Logarithmic axes")
+        + (f" · candidate list of rank {curve.attrs['rank']}" if "rank" in curve.attrs else "")
+        + (" · " + _ties_text(curve.attrs) if "tie_rule" in curve.attrs else ""),
+        " · ".join(t for t in (f"{geo.n_off:,} point(s) at a rate of 0 or 100% are off the axes, not drawn"
+                               if geo.n_off else "", _points_text(len(geo.frame), geo.n_all)) if t),
+    ]
+    return alt.layer(*layers).properties(width=SIZE, height=SIZE, title=_title(title, subtitle))
 
 
 # ---------------------------------------------------------------- output ---

@@ -285,3 +285,89 @@ def test_to_html_embeds_the_bundle_once_and_escapes_data(gauss):
     # the specs embedded are valid JSON
     spec_text = re.search(r"vegaEmbed\(\"#bioxr-chart-0\", (\{.*?\}), \{\"actions\"", page, re.S).group(1)
     assert json.loads(spec_text.replace("<\\/", "</"))["layer"]
+
+
+# ------------------------------------------------------------ identification
+
+
+@pytest.fixture(scope="module")
+def searches():
+    cube = bioxr.simulate.gaussian(n_subjects=60, n_samples=2, groups={"A": 0.0, "B": -1.5}, mated_mean=2.0, seed=8)
+    return cube, bioxr.outcomes.outcomes(cube)
+
+
+def test_cmc_chart_draws_the_rates_and_marks_rank_one(searches):
+    _, out = searches
+    cmc = bioxr.identification.cmc_curve(out)
+    spec = plot.cmc_chart(cmc, max_rank=10).to_dict()
+    line, points, first, label = _layers(spec)
+    assert [line["mark"]["type"], points["mark"]["type"], first["mark"]["type"], label["mark"]["type"]] == \
+        ["line", "point", "point", "text"]
+    assert line["encoding"]["x"]["field"] == "rank" and line["encoding"]["y"]["field"] == "cmc"
+    assert line["encoding"]["y"]["scale"]["domain"][1] == 1
+    rows = _data(spec, line)
+    assert [r["rank"] for r in rows] == list(range(1, 11))
+    assert [r["cmc"] for r in rows] == pytest.approx(cmc.cmc.sel(rank=slice(1, 10)).values.tolist())
+    rank1 = float(cmc.cmc.sel(rank=1))
+    assert _data(spec, first)[0]["cmc"] == pytest.approx(rank1)
+    assert _data(spec, label)[0]["label"] == f"rank 1: {rank1:.2%}"
+    subtitle = " ".join(spec["title"]["subtitle"])
+    assert f"{int(cmc.n_probes):,} closed-set searches" in subtitle and "Annex F" in subtitle
+
+
+def test_cmc_chart_colours_kept_dims_and_uses_a_log_rank_axis_when_long(searches):
+    _, out = searches
+    cmc = bioxr.identification.cmc_curve(out)
+    by_group = xr.concat([bioxr.identification.cmc_curve(g, max_rank=60) for _, g in out.groupby("group")],
+                         dim=pd.Index(["A", "B"], name="group"))
+    spec = plot.cmc_chart(by_group).to_dict()
+    line, points = _layers(spec)[:2]
+    assert line["encoding"]["color"]["field"] == "group"
+    assert {r["group"] for r in _data(spec, line)} == {"A", "B"}
+    assert line["encoding"]["x"]["scale"]["type"] == "log", "60 ranks: log axis"
+    assert len(_data(spec, points)) == 120  # a point per rank up to 60 ranks a curve
+    assert len(_data(spec, _layers(spec)[2])) == 2  # rank 1 of each group
+    lin = plot.cmc_chart(cmc, xscale="linear").to_dict()
+    assert "type" not in _layers(lin)[0]["encoding"]["x"]["scale"]
+    with pytest.raises(ValueError, match="xscale"):
+        plot.cmc_chart(cmc, xscale="probit")
+    with pytest.raises(TypeError, match="cmc_curve"):
+        plot.cmc_chart(out)
+    with pytest.raises(ValueError, match="'rank' dimension"):
+        plot.cmc_chart(bioxr.identification.identification_rate(out, 1))
+
+
+def test_open_set_chart_is_fnir_against_fpir_on_probit_axes(searches):
+    cube, _ = searches
+    curve = bioxr.identification.open_set_curve(cube, impostors="all")
+    spec = plot.open_set_chart(curve).to_dict()
+    (line,) = _layers(spec)
+    enc = line["encoding"]
+    assert enc["x"]["axis"]["title"] == "False positive identification rate (FPIR)"
+    assert enc["y"]["axis"]["title"] == "False negative identification rate (FNIR)"
+    rows = _data(spec, line)
+    assert all(0 < r["fpir"] < 1 and 0 < r["fnir"] < 1 for r in rows)
+    for r in rows[:50]:
+        assert r["x"] == pytest.approx(float(plot.probit(r["fpir"])))
+        assert r["y"] == pytest.approx(float(plot.probit(r["fnir"])))
+    # every drawn point is a point of the curve
+    exact = {(round(a, 12), round(b, 12)) for a, b in zip(curve.fpir.values, curve.fnir.values)}
+    assert all((round(r["fpir"], 12), round(r["fnir"], 12)) in exact for r in rows)
+    # the y range is fitted to the curve: FNIR cannot fall below the rank-1 miss rate
+    ylo, yhi = enc["y"]["scale"]["domain"]
+    assert min(r["y"] for r in rows) >= ylo - 1e-9 and ylo > float(plot.probit(1e-3))
+    subtitle = " ".join(spec["title"]["subtitle"])
+    assert f"{int(curve.n_impostor_probes):,} impostor searches" in subtitle
+    assert "every probe, with its own mates left out" in subtitle and "rank 1" in subtitle
+    loglog = plot.open_set_chart(curve, axes="loglog").to_dict()
+    assert _layers(loglog)[0]["encoding"]["x"]["scale"]["type"] == "log"
+    with pytest.raises(ValueError, match="axes="):
+        plot.open_set_chart(curve, axes="linear")
+
+
+def test_identification_charts_render_to_png(tmp_path, searches):
+    cube, out = searches
+    cmc = plot.save_png(plot.cmc_chart(bioxr.identification.cmc_curve(out), max_rank=20), tmp_path / "cmc.png")
+    ops = plot.save_png(plot.open_set_chart(bioxr.identification.open_set_curve(out, impostors="all")), tmp_path / "o.png")
+    for path in (cmc, ops):
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

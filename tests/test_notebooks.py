@@ -1,0 +1,182 @@
+"""Every teaching notebook and every report template runs top to bottom without an error.
+
+Notebooks in ``notebooks/`` are executed with nbclient from their own folder
+(relative paths such as ``../shared/data`` resolve as they do for a reader),
+whoever added them. Templates in ``templates/`` go through the ``bioxr
+report`` command with small simulator parameters; the verification template
+is left to tests/test_report.py, which runs it end to end.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+import bioxr
+from bioxr import report
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+TEMPLATES = sorted((REPO / "templates").glob("*.ipynb"))
+COVERED_IN_TEST_REPORT = {"verification"}
+#: Small values for the simulator parameters a template declares (only those it declares are passed).
+SMALL = {"n_subjects": "6", "n_collections": "12", "seed": "3"}
+NOTEBOOK_SECONDS = 60
+
+
+def _code(nb):
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def _definitions(source: str) -> list[str]:
+    tree = ast.parse(source)
+    return [type(n).__name__ for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Lambda))]
+
+
+def _errors(nb) -> list[str]:
+    return [f"{o.get('ename')}: {o.get('evalue')}" for c in _code(nb) for o in c.outputs if o.output_type == "error"]
+
+
+def _cli(*args, timeout=240) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return subprocess.run([sys.executable, "-m", "bioxr", *map(str, args)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _outside(page: str) -> list[str]:
+    """Addresses a page would fetch (scripts, images, styles, CSS urls)."""
+    found = re.findall(r"<(?:script|img|iframe|source|embed)\b[^>]*\ssrc\s*=\s*[\"']?(https?:[^\"'\s>]*)", page, re.I)
+    found += re.findall(r"<link\b[^>]*\shref\s*=\s*[\"']?(https?:[^\"'\s>]*)", page, re.I)
+    found += re.findall(r"url\(\s*[\"']?(https?:[^\"')]*)", page, re.I)
+    return found
+
+
+# ------------------------------------------------------------ notebooks ---
+
+
+def test_there_are_notebooks():
+    assert {"01_quickstart.ipynb", "02_roc_det_cmc.ipynb"} <= {p.name for p in NOTEBOOKS}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs_clean_from_its_folder(path, monkeypatch):
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert all(not c.outputs and c.execution_count is None for c in _code(nb)), "commit notebooks without outputs"
+    for cell in _code(nb):
+        assert not _definitions(cell.source), f"no function definitions in notebooks: {cell.source[:80]!r}"
+    charts = any("plot." in c.source or "alt.Chart" in c.source for c in _code(nb))
+    if charts:
+        head = "\n".join(c.source for c in _code(nb)[:2])
+        assert 'alt.renderers.enable("svg")' in head, "enable the offline SVG renderer at the top"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO)] + ([os.environ["PYTHONPATH"]]
+                                                                       if os.environ.get("PYTHONPATH") else [])))
+    start = time.perf_counter()
+    NotebookClient(nb, timeout=NOTEBOOK_SECONDS * 2, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    seconds = time.perf_counter() - start
+    assert _errors(nb) == []
+    assert seconds < NOTEBOOK_SECONDS, f"{path.name} took {seconds:.0f} s"
+
+
+# ------------------------------------------------------------ templates ---
+
+
+def test_identification_is_listed_with_its_parameters(capsys):
+    from bioxr.__main__ import main
+
+    assert main(["report", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert "identification  (" in listed
+    assert "impostors: str = 'all'  # open set:" in listed
+    params = {p.name: p for p in report.template_parameters("identification")}
+    assert list(params)[:2] == ["seed", "scores"] and params["scores"].default == ""
+
+
+@pytest.mark.parametrize("path", [t for t in TEMPLATES if t.stem not in COVERED_IN_TEST_REPORT], ids=lambda p: p.stem)
+def test_template_is_committed_clean(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert all(not c.outputs and c.execution_count is None for c in _code(nb))
+    tagged = [c for c in _code(nb) if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1
+    for line in tagged[0].source.splitlines():
+        assert re.fullmatch(r"\w+: [\w |]+ = .+  # .+", line), line
+    for cell in _code(nb):
+        assert not _definitions(cell.source), "no function definitions in templates"
+
+
+@pytest.fixture(scope="module")
+def simulated_report(tmp_path_factory):
+    """Run a template once per module through `bioxr report` with the SMALL parameters it declares."""
+    done = {}
+
+    def run(name: str) -> tuple[subprocess.CompletedProcess, Path]:
+        if name not in done:
+            out = tmp_path_factory.mktemp(f"report-{name}")
+            declared = {p.name for p in report.template_parameters(name)}
+            args = [a for key, value in SMALL.items() if key in declared for a in ("-p", key, value)]
+            done[name] = (_cli("report", name, *args, "-o", out), out)
+        return done[name]
+
+    return run
+
+
+@pytest.mark.parametrize("path", [t for t in TEMPLATES if t.stem not in COVERED_IN_TEST_REPORT], ids=lambda p: p.stem)
+def test_template_report_runs_on_the_simulator(path, simulated_report):
+    proc, out = simulated_report(path.stem)
+    assert proc.returncode == 0, proc.stderr
+    nb = nbformat.read(out / f"{path.stem}.ipynb", as_version=4)
+    assert _errors(nb) == []
+    page = (out / f"{path.stem}.html").read_text(encoding="utf-8")
+    assert _outside(page) == []
+    assert "Provenance" in page
+
+
+def test_identification_report_narrates_the_numbers(simulated_report):
+    proc, out = simulated_report("identification")
+    assert proc.returncode == 0, proc.stderr
+    page = (out / "identification.html").read_text(encoding="utf-8")
+    cube = bioxr.simulate.photohead(n_subjects=6, n_collections=12, seed=3)
+    cube = cube.where(cube.reference_image == cube.image)
+    out = bioxr.outcomes.outcomes(cube)
+    rank1 = float(bioxr.identification.cmc_curve(out).cmc.sel(rank=1))
+    assert f"<strong>rank-1 identification rate</strong> is <strong>{rank1:.2%}</strong>" in page
+    assert "Annex F" in page
+    assert "impostors=&quot;all&quot;" in page or 'impostors="all"' in page
+    assert "Every probe&#39;s subject is enrolled" in page or "Every probe's subject is enrolled" in page
+    curve = bioxr.identification.open_set_curve(out, impostors="all")
+    assert f"{int(curve.n_impostor_probes):,} impostor searches" in page
+    charts = re.findall(r"<img\b[^>]*\ssrc=\"data:image/svg\+xml;base64,", page) + re.findall(r"<svg\b", page)
+    assert len(charts) >= 3, "CMC, CMC by weather, open-set DET"
+    assert "simulated, seed 3" in page and "tie_rule" in page
+
+
+def test_identification_report_from_a_matrix_csv(tmp_path):
+    rng = np.random.default_rng(4)
+    labels = [f"s{i:02d}" for i in range(11)] + ["<b>x</b>"]
+    scores = np.round(rng.normal(0.0, 1.0, (12, 12)) + 2.5 * np.eye(12), 3)
+    scores[:, 3] = -1  # a failed enrolment: reference 3 is never compared
+    path = tmp_path / "matrix.csv"
+    lines = ["," + ",".join(labels)] + [lab + "," + ",".join(f"{v:.3f}" for v in row) for lab, row in zip(labels, scores)]
+    path.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    proc = _cli("report", "identification", "--scores", path, "-p", "missing", "-1", "-p", "max_rank", "12", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    page = (out / "identification.html").read_text(encoding="utf-8")
+    assert "matrix.csv" in page and "<b>x</b>" not in page
+    assert "<strong>11</strong> are closed-set searches" in page  # probe 3's mate was never compared
+    assert "held the sentinel" in page and "no breakdown by weather" in page
+    assert _outside(page) == []

@@ -1,0 +1,152 @@
+"""The threshold explorer, driven headless by setting its widgets' traits."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import bioxr
+from bioxr import plot
+from bioxr.verification import error_rates, fnmr_at_fmr
+
+widgets = pytest.importorskip("bioxr.widgets")
+
+
+@pytest.fixture(scope="module")
+def cube():
+    return bioxr.simulate.gaussian(n_subjects=40, n_samples=2, seed=3)
+
+
+@pytest.fixture()
+def explorer(cube):
+    return widgets.threshold_explorer(cube)
+
+
+def _row(table: str, rate: str) -> str:
+    return re.search(rf'<tr class="bioxr-{rate}">(.*?)</tr>', table).group(1)
+
+
+def _svg(html_value: str) -> str:
+    return base64.b64decode(re.search(r'src="data:image/svg\+xml;base64,([^"]+)"', html_value).group(1)).decode()
+
+
+def test_explorer_exposes_its_widgets(explorer, cube):
+    import ipywidgets as W
+
+    assert isinstance(explorer, W.VBox)
+    assert isinstance(explorer.slider, W.FloatSlider) and isinstance(explorer.target, W.Dropdown)
+    assert isinstance(explorer.table, W.HTML) and isinstance(explorer.progress, W.IntProgress)
+    # starts at the EER threshold of the chosen convention
+    assert explorer.target.value == "eer"
+    assert explorer.threshold == pytest.approx(float(bioxr.verification.eer(cube).threshold))
+    assert explorer.slider.min == pytest.approx(float(cube.min())) and explorer.slider.max == pytest.approx(float(cube.max()))
+    assert not explorer.slider.continuous_update  # one update per release or key press, not a flood
+    # computed once, shown done
+    assert explorer.progress.value == explorer.progress.max and explorer.progress.layout.display == "none"
+    assert "updated in" in explorer.status.value
+
+
+def test_slider_updates_the_table_to_error_rates_at_that_threshold(explorer, cube):
+    before = explorer.table.value
+    explorer.slider.value = 2.5
+    assert explorer.table.value != before
+    assert explorer.target.value == widgets.CUSTOM, "a hand-moved slider leaves the named operating point"
+    expected = error_rates(cube, 2.5)
+    xr.testing.assert_identical(explorer.rates, expected)
+    fmr_row, fnmr_row = _row(explorer.table.value, "fmr"), _row(explorer.table.value, "fnmr")
+    assert f"<td>{int(expected.false_matches):,}</td><td>{int(expected.n_nonmated):,} non-mated</td>" in fmr_row
+    assert f"<td>{int(expected.false_nonmatches):,}</td><td>{int(expected.n_mated):,} mated</td>" in fnmr_row
+    assert f"<b>{widgets._pct(float(expected.fmr))}</b>" in fmr_row
+    assert f"<b>{widgets._pct(float(expected.fnmr))}</b>" in fnmr_row
+    assert "At threshold 2.5</b>" in explorer.table.value
+
+
+def test_fmr_target_moves_the_threshold(explorer, cube):
+    explorer.slider.value = 0.0
+    explorer.target.value = 0.01
+    op = fnmr_at_fmr(cube, 0.01)
+    assert explorer.threshold == float(op.threshold)
+    assert explorer.slider.value == pytest.approx(float(op.threshold))
+    assert explorer.target.value == 0.01, "the slider follows the target without resetting it"
+    assert int(explorer.rates.false_matches) == int(op.false_matches)
+    assert int(explorer.rates.false_nonmatches) == int(op.false_nonmatches)
+    assert float(explorer.rates.fmr) <= 0.01
+    assert f"<td>{int(op.false_nonmatches):,}</td>" in _row(explorer.table.value, "fnmr")
+    # targets finer than one false match in all non-mated comparisons are not offered
+    n = int(explorer.det_curve.n_nonmated)
+    offered = [v for _, v in explorer.target.options if isinstance(v, float)]
+    assert offered and all(v * n >= 1 for v in offered)
+    explorer.target.value = "eer"
+    assert explorer.threshold == pytest.approx(float(explorer.eer.threshold))
+
+
+def test_table_shows_wilson_intervals(explorer):
+    intervals = pytest.importorskip("bioxr.intervals")
+    explorer.slider.value = 2.0
+    r = explorer.rates
+    ci = intervals.binomial_interval(int(r.false_nonmatches), int(r.n_mated), method="wilson", level=0.95)
+    lo, hi = (float(ci.sel(bound=b)) for b in ("lower", "upper"))
+    assert f"{widgets._pct(lo)} – {widgets._pct(hi)}" in _row(explorer.table.value, "fnmr")
+    assert "95% interval (Wilson)" in explorer.table.value
+    explorer.slider.value = explorer.slider.max + 0  # nothing non-mated is accepted up there
+    assert "(rule of three)" in _row(explorer.table.value, "fmr")
+
+
+def test_charts_are_svg_images_with_the_overlay_where_vega_puts_it(explorer):
+    import vl_convert
+
+    for part in (explorer.histogram, explorer.det):
+        assert part.value.startswith("<img") and "data:image/svg+xml;base64," in part.value
+        assert "http" not in _svg(part.value).split('class="bioxr-overlay"')[1]
+    # the overlay's origin is the plotting area's, as Vega lays it out
+    spec = plot.det_chart(explorer.det_curve, eer=explorer.eer, limits=explorer._det_limits()).to_dict()
+    scene = vl_convert.vegalite_to_scenegraph(spec, vl_version=plot.VL_VERSION)
+    scene = scene if isinstance(scene, dict) else json.loads(scene)
+    assert tuple(float(v) for v in scene["origin"]) == explorer._det.origin
+    # the threshold rule sits at the threshold on the histogram's x scale
+    explorer.slider.value = 1.0
+    x0, x1 = explorer._hist.x_domain
+    x = float(re.search(r'class="bioxr-overlay"[^>]*><line x1="([-\d.]+)"', _svg(explorer.histogram.value)).group(1))
+    assert x == pytest.approx((1.0 - x0) / (x1 - x0) * explorer._hist.width, abs=0.06)
+    # the operating point sits at the probit of its rates
+    r = explorer.rates
+    cx, cy = (float(v) for v in re.search(r'<circle cx="([-\d.]+)" cy="([-\d.]+)"', _svg(explorer.det.value)).groups())
+    assert cx == pytest.approx(explorer._det.px(float(plot.probit(float(r.fmr)))), abs=0.06)
+    assert cy == pytest.approx(explorer._det.py(float(plot.probit(float(r.fnmr)))), abs=0.06)
+
+
+def test_updates_are_fast_on_the_default_simulator():
+    cube = bioxr.simulate.photohead(seed=0)
+    explorer = widgets.threshold_explorer(cube)
+    times = []
+    for t in (0.5, 1.5, 2.5):
+        explorer.slider.value = t
+        times.append(explorer.last_update_seconds)
+    assert min(times) < 0.3, times
+
+
+def test_integer_and_distance_scores():
+    rng = np.random.default_rng(0)
+    scores = rng.integers(0, 40, (30, 30)).astype(float) + 25 * np.eye(30)
+    subjects = [f"s{i}" for i in range(30)]
+    cube = bioxr.score_cube(scores, subject=subjects, reference_subject=subjects)
+    explorer = widgets.threshold_explorer(cube, eer_method="nearest", fmr_targets=(0.1, 0.01))
+    assert explorer.slider.step == 1.0
+    assert [label for label, _ in explorer.target.options][0] == "EER (nearest)"
+    distance = bioxr.score_cube(-scores, subject=subjects, reference_subject=subjects, score_kind="distance")
+    explorer = widgets.threshold_explorer(distance, fmr_targets=())
+    explorer.slider.value = -30.0
+    xr.testing.assert_identical(explorer.rates, error_rates(distance, -30.0))
+    assert "accept when distance &lt;= threshold" in explorer.table.value
+
+
+def test_bad_input_is_refused(cube):
+    with pytest.raises(ValueError, match="eer_method"):
+        widgets.threshold_explorer(cube, eer_method="bogus")
+    with pytest.raises(TypeError, match="score cube"):
+        widgets.threshold_explorer(cube.to_dataset(name="score"))
