@@ -49,8 +49,9 @@ def rss_kb(field):
     for line in open('/proc/self/status'):
         if line.startswith(field):
             return int(line.split()[1])
-def measure(fn, repeat):
-    fn()  # warm-up (page faults, numba compilation, caches)
+def measure(fn, repeat, warm=True):
+    if warm:
+        fn()  # warm-up (page faults, numba compilation, caches)
     base = rss_kb('VmRSS:')
     try:
         open('/proc/self/clear_refs', 'w').write('5')
@@ -144,6 +145,8 @@ CASES = {
 CUBE_SETUP = CASES["bioxr det_curve"][1]
 # peers known to be very slow get a budget of their own; past it they are reported, not waited for
 BUDGET = {"pyeer eer": 300.0}
+# minute-long peers: one timed call, no warm-up call before it
+HEAVY = ("sklearn roc_curve", "pyeer eer")
 
 
 def run_case(name: str, meta: dict, repeat: int, timeout: float) -> dict:
@@ -154,7 +157,7 @@ def run_case(name: str, meta: dict, repeat: int, timeout: float) -> dict:
     if not Path(python).exists():
         return {"case": name, "status": "missing: run with --setup-peers to build the peers' venv"}
     code = MEASURE_PRELUDE + f"\nP = {meta['paths']!r}\n" + setup + f"\nfn = {call}\n" + (
-        f"t, extra = measure(fn, {repeat})\nprint(json.dumps({{'seconds': t, 'extra_bytes': extra}}))\n"
+        f"t, extra = measure(fn, {repeat}, warm={name not in HEAVY})\nprint(json.dumps({{'seconds': t, 'extra_bytes': extra}}))\n"
     )
     env = dict(os.environ)
     env["PYTHONPATH"] = str(HERE.parent) + os.pathsep + env.get("PYTHONPATH", "")
@@ -195,8 +198,7 @@ def main() -> None:
     results = {}
     for name in args.only or CASES:
         t0 = time.perf_counter()
-        heavy = name in ("sklearn roc_curve", "pyeer eer")
-        results[name] = run_case(name, meta, 1 if heavy else args.repeat, min(args.timeout, BUDGET.get(name, args.timeout)))
+        results[name] = run_case(name, meta, 1 if name in HEAVY else args.repeat, min(args.timeout, BUDGET.get(name, args.timeout)))
         r = results[name]
         if r["status"] == "ok":
             print(f"  {name:34s} {r['seconds']:9.3f} s   extra memory {r['extra_bytes'] / 2**30:6.2f} GiB")
