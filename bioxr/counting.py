@@ -68,11 +68,58 @@ class CellIndex:
         self.excluded = excluded.astype(np.int64)
 
 
-def mated_cells(values: np.ndarray, index: CellIndex, distance: bool):
+def _pieces(values):
+    """Yield ``(flat offset, flat float block)`` over a 2-D NumPy or dask array, in row order.
+
+    A NumPy array is one piece; a dask array is computed one row-block at a
+    time, so a lazy cube is never held at once.
+    """
+    if not hasattr(values, "blocks"):
+        flat = np.asarray(values).reshape(-1)
+        yield 0, flat if np.issubdtype(flat.dtype, np.floating) else flat.astype(np.float64)
+        return
+    import dask
+
+    arr = values.rechunk({1: -1}) if len(values.chunks[1]) > 1 else values
+    offset = 0
+    step = 2  # two row-blocks computed at once: both cores busy, two blocks in memory
+    for i in range(0, arr.numblocks[0], step):
+        for block in dask.compute(*[arr.blocks[j] for j in range(i, min(i + step, arr.numblocks[0]))]):
+            block = np.asarray(block).reshape(-1)
+            if not np.issubdtype(block.dtype, np.floating):
+                block = block.astype(np.float64)
+            yield offset, block
+            offset += block.size
+
+
+def _check_finite(block: np.ndarray) -> bool:
+    """True when the block holds NaN; raise when it holds an infinity."""
+    if np.isfinite(np.add.reduce(block)):
+        return False
+    if np.isinf(block).any():
+        from .cube import ScoreCubeError
+
+        raise ScoreCubeError(
+            "the score cube holds infinite scores; scores must be finite (NaN means not compared, "
+            "or declare a sentinel with missing=)."
+        )
+    return True
+
+
+def mated_cells(values, index: CellIndex, distance: bool):
     """Sorted (similarity-oriented) mated and excluded scores, NaN dropped."""
-    flat = values.reshape(-1)
-    m = flat[index.mated]
-    x = flat[index.excluded]
+    if hasattr(values, "blocks"):
+        mated_idx, excl_idx = np.sort(index.mated), np.sort(index.excluded)
+        m_parts, x_parts = [], []
+        for offset, flat in _pieces(values):
+            for idx, parts in ((mated_idx, m_parts), (excl_idx, x_parts)):
+                a, b = np.searchsorted(idx, [offset, offset + flat.size])
+                parts.append(flat[idx[a:b] - offset])
+        m, x = np.concatenate(m_parts), np.concatenate(x_parts)
+    else:
+        flat = np.asarray(values).reshape(-1)
+        m = flat[index.mated].astype(np.float64, copy=False)
+        x = flat[index.excluded].astype(np.float64, copy=False)
     m = m[~np.isnan(m)]
     x = x[~np.isnan(x)]
     if distance:
@@ -117,11 +164,13 @@ class Pool:
 
     # -- construction -------------------------------------------------------
     @classmethod
-    def full(cls, values: np.ndarray, index: CellIndex, distance: bool) -> "Pool":
-        """Sort every score of the group once."""
-        m, x = mated_cells(values, index, distance)
-        s = np.sort(values, axis=None)
+    def full(cls, values: np.ndarray, index: CellIndex, distance: bool, cells=None) -> "Pool":
+        """Sort every score of the group once (``cells``: its mated_cells, if known)."""
+        m, x = cells if cells is not None else mated_cells(values, index, distance)
+        s = np.sort(np.asarray(values), axis=None)  # curves need every score: a lazy cube is loaded here
         n_valid = int(np.searchsorted(s, np.inf, side="right"))
+        if n_valid and (np.isinf(s[0]) or np.isinf(s[n_valid - 1])):
+            _check_finite(s[[0, n_valid - 1]])
         s = s[:n_valid]
         if distance:
             s = s[::-1]
@@ -129,16 +178,18 @@ class Pool:
         return cls(s, m, x, n_valid - m.size - x.size, -np.inf)
 
     @classmethod
-    def window(cls, values: np.ndarray, index: CellIndex, distance: bool, lo: float, hi: float = np.inf) -> "Pool":
+    def window(
+        cls, values: np.ndarray, index: CellIndex, distance: bool, lo: float, hi: float = np.inf, cells=None
+    ) -> "Pool":
         """Keep the scores in ``[lo, hi]`` (similarity orientation) and count those above.
 
         One pass over the scores in cache-sized blocks; a window that is not
         bounded below sorts everything instead.
         """
         if not np.isfinite(lo) or values.size < MIN_WINDOW_CELLS:
-            return cls.full(values, index, distance)
-        m, x = mated_cells(values, index, distance)
-        kept, n_above, n_nan = _extract(values.reshape(-1), lo, hi, distance)
+            return cls.full(values, index, distance, cells)
+        m, x = cells if cells is not None else mated_cells(values, index, distance)
+        kept, n_above, n_nan = _extract(values, lo, hi, distance)
         kept.sort()
         if distance:
             kept = kept[::-1]
@@ -151,7 +202,7 @@ class Pool:
         """Keep about the top ``share`` of the scores (cut read off a strided sample)."""
         if share >= 0.5 or values.size < MIN_WINDOW_CELLS:
             return cls.full(values, index, distance)
-        sample = strided_sample(values.reshape(-1), distance)
+        sample = strided_sample(values, distance)
         if sample.size == 0:
             return cls.full(values, index, distance)
         lo = float(np.quantile(sample, 1 - share, method="lower"))
@@ -246,9 +297,17 @@ class Pool:
         return out
 
 
-def strided_sample(flat: np.ndarray, distance: bool = False, size: int = 400_000) -> np.ndarray:
-    """About ``size`` evenly strided values, NaN dropped, similarity-oriented, sorted."""
-    sample = flat[:: max(1, flat.size // size)]
+def strided_sample(values, distance: bool = False, size: int = 400_000) -> np.ndarray:
+    """About ``size`` evenly strided scores, NaN dropped, similarity-oriented, sorted.
+
+    ``values`` is a NumPy array (any shape) or a 2-D dask array.
+    """
+    stride = max(1, int(values.size) // size)
+    parts = []
+    for offset, flat in _pieces(values):
+        first = (-offset) % stride
+        parts.append(flat[first::stride])
+    sample = np.concatenate(parts) if parts else np.empty(0)
     sample = sample[~np.isnan(sample)]
     if distance:
         sample = -sample
@@ -256,30 +315,32 @@ def strided_sample(flat: np.ndarray, distance: bool = False, size: int = 400_000
     return sample
 
 
-def _extract(flat: np.ndarray, lo: float, hi: float, distance: bool):
+def _extract(values, lo: float, hi: float, distance: bool):
     """One blocked pass: values in the window, cells above it, and NaN cells.
 
     ``lo`` and ``hi`` are in similarity orientation; for distances the
-    window is ``[-hi, -lo]`` and "above" means below ``-hi``.
+    window is ``[-hi, -lo]`` and "above" means below ``-hi``. Infinite
+    scores raise :class:`bioxr.cube.ScoreCubeError` on the way.
     """
     kept = []
     n_above = 0
     n_nan = 0
     a, b = (-hi, -lo) if distance else (lo, hi)
     bounded = np.isfinite(hi)
-    for start in range(0, flat.size, _BLOCK):
-        block = flat[start : start + _BLOCK]
-        if distance:
-            keep = block <= b
-            if bounded:
-                keep &= block >= a
-                n_above += int(np.count_nonzero(block < a))
-        else:
-            keep = block >= a
-            if bounded:
-                keep &= block <= b
-                n_above += int(np.count_nonzero(block > b))
-        kept.append(block[keep])
-        if np.isnan(np.add.reduce(block)):
-            n_nan += int(np.count_nonzero(np.isnan(block)))
+    for _, flat in _pieces(values):
+        for start in range(0, flat.size, _BLOCK):
+            block = flat[start : start + _BLOCK]
+            if distance:
+                keep = block <= b
+                if bounded:
+                    keep &= block >= a
+                    n_above += int(np.count_nonzero(block < a))
+            else:
+                keep = block >= a
+                if bounded:
+                    keep &= block <= b
+                    n_above += int(np.count_nonzero(block > b))
+            kept.append(block[keep])
+            if _check_finite(block):
+                n_nan += int(np.count_nonzero(np.isnan(block)))
     return (np.concatenate(kept) if kept else np.empty(0)), n_above, n_nan

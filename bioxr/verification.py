@@ -73,13 +73,12 @@ class _Groups:
         self.self_cols = None if self_cols is None else self_cols.reshape(self.n_groups, -1)
 
     def block(self, g: int):
-        values = np.asarray(self.data[g])
-        if not np.issubdtype(values.dtype, np.floating):
-            values = values.astype(np.float64)
-        if self.lazy and not np.isfinite(np.add.reduce(values, axis=None)) and np.isinf(values).any():
-            raise ScoreCubeError(
-                "the score cube holds infinite scores; scores must be finite (NaN means not compared)."
-            )
+        """The group's scores: a NumPy array, or for a lazy cube a dask array read block by block."""
+        values = self.data[g]
+        if not self.lazy:
+            values = np.asarray(values)
+            if not np.issubdtype(values.dtype, np.floating):
+                values = values.astype(np.float64)
         self_cols = None if self.self_cols is None else self.self_cols[g]
         return values, CellIndex(self.probe_codes[g], self.ref_codes, self_cols)
 
@@ -438,8 +437,8 @@ def _eer_group(values, index, groups: _Groups, g: int, method: str):
     hull vertex. If the answer could depend on scores outside the window,
     the window widens, up to sorting everything.
     """
-    m, _ = mated_cells(values, index, groups.distance)
-    sample = strided_sample(values.reshape(-1), groups.distance)
+    m, x = mated_cells(values, index, groups.distance)
+    sample = strided_sample(values, groups.distance)
     estimate, slope = _estimate_eer(sample, m)
     n_s = max(sample.size, 1)
     w = 6 * np.sqrt(max(estimate * (1 - estimate), 1.0 / n_s) / n_s) + 2.0 / n_s
@@ -449,11 +448,11 @@ def _eer_group(values, index, groups: _Groups, g: int, method: str):
         lo_share = estimate + w
         hi_share = estimate - w if method != "rocch" else 0.0
         if lo_share >= 0.5 or values.size < counting.MIN_WINDOW_CELLS:
-            pool = Pool.full(values, index, groups.distance)
+            pool = Pool.full(values, index, groups.distance, (m, x))
         else:
             lo = float(np.quantile(sample, 1 - lo_share, method="lower"))
             hi = float(np.quantile(sample, 1 - hi_share, method="higher")) if hi_share > 0 else np.inf
-            pool = Pool.window(values, index, groups.distance, lo, hi)
+            pool = Pool.window(values, index, groups.distance, lo, hi, (m, x))
         groups.require(pool, g, "the EER")
         result = _eer_from_pool(pool, method)
         if result is not None:

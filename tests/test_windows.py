@@ -139,3 +139,20 @@ def test_error_rates_window_equals_sorted_path(small_windows):
     for t in (0.5, 1.0, 2.5):
         assert int(few.false_matches.sel(threshold=t)) == ((s >= t) & nonmated).sum()
         assert int(few.false_nonmatches.sel(threshold=t)) == ((s < t) & ~nonmated).sum()
+
+
+def test_lazy_cube_streams_through_the_window_path_and_matches_memory(small_windows):
+    import xarray as xr
+
+    import bioxr
+
+    cube = bioxr.simulate.photohead(n_subjects=10, n_collections=12, seed=4)
+    lazy = bioxr.simulate.photohead(n_subjects=10, n_collections=12, seed=4, chunks={"collection": 5})
+    for method in ("rocch", "interpolated", "nearest"):
+        xr.testing.assert_allclose(verification.eer(lazy, method=method), verification.eer(cube, method=method))
+    xr.testing.assert_allclose(verification.fnmr_at_fmr(lazy, [0.05, 0.01]), verification.fnmr_at_fmr(cube, [0.05, 0.01]))
+    xr.testing.assert_allclose(verification.error_rates(lazy, [1.0, 3.0]), verification.error_rates(cube, [1.0, 3.0]))
+    bad = lazy.copy()
+    bad[0, 0, 0, 0] = np.inf
+    with pytest.raises(bioxr.ScoreCubeError, match="infinite"):
+        verification.eer(bad, method="nearest")
