@@ -306,7 +306,7 @@ def strided_sample(values, distance: bool = False, size: int = 400_000) -> np.nd
     parts = []
     for offset, flat in _pieces(values):
         first = (-offset) % stride
-        parts.append(flat[first::stride])
+        parts.append(flat[first::stride].copy())  # a copy: a view would keep the whole block alive
     sample = np.concatenate(parts) if parts else np.empty(0)
     sample = sample[~np.isnan(sample)]
     if distance:

@@ -56,6 +56,12 @@ class _Groups:
         self.distance = self.kind == "distance"
         reduced = reduce_dims(cube, dim, default=probe_dims(cube))
         self.kept = tuple(d for d in probe_dims(cube) if d not in reduced)
+        if cube.chunks is not None:
+            # dask can merge dims into one without rechunking only when the first of them carries
+            # the chunks: put chunked dims first, or the whole cube would become one block
+            chunked = {d for d, c in zip(cube.dims, cube.chunks) if len(c) > 1}
+            reduced = tuple(sorted(reduced, key=lambda d: d not in chunked))
+            self.kept = tuple(sorted(self.kept, key=lambda d: d not in chunked))
         order = (*self.kept, *reduced, REFERENCE)
         cube = cube.transpose(*order)
         self.kept_shape = tuple(cube.sizes[d] for d in self.kept)
