@@ -157,6 +157,8 @@ class Pool:
         self.lo = float(lo)
         self.hi = float(hi)
         self.n_above = int(n_above)
+        self.edges = np.empty(0)
+        self.n_edges = np.empty(0, dtype=np.int64)
 
     @property
     def is_full(self) -> bool:
@@ -179,23 +181,27 @@ class Pool:
 
     @classmethod
     def window(
-        cls, values: np.ndarray, index: CellIndex, distance: bool, lo: float, hi: float = np.inf, cells=None
+        cls, values: np.ndarray, index: CellIndex, distance: bool, lo: float, hi: float = np.inf, cells=None, edges=()
     ) -> "Pool":
         """Keep the scores in ``[lo, hi]`` (similarity orientation) and count those above.
 
-        One pass over the scores in cache-sized blocks; a window that is not
-        bounded below sorts everything instead.
+        One pass over the scores in cache-sized blocks. It also counts the
+        cells at or beyond each of ``edges``, so FMR is known exactly there
+        (:meth:`edge_false_matches`). A window that is not bounded below
+        sorts everything instead.
         """
         if not np.isfinite(lo) or values.size < MIN_WINDOW_CELLS:
             return cls.full(values, index, distance, cells)
         m, x = cells if cells is not None else mated_cells(values, index, distance)
-        kept, n_above, n_nan = _extract(values, lo, hi, distance)
+        kept, n_above, n_nan, n_edges = _extract(values, lo, hi, distance, edges)
         kept.sort()
         if distance:
             kept = kept[::-1]
             np.negative(kept, out=kept)
         n_valid = values.size - n_nan
-        return cls(kept, m, x, n_valid - m.size - x.size, lo, hi, n_above)
+        pool = cls(kept, m, x, n_valid - m.size - x.size, lo, hi, n_above)
+        pool.edges, pool.n_edges = np.asarray(edges, dtype=float), n_edges
+        return pool
 
     @classmethod
     def tail(cls, values: np.ndarray, index: CellIndex, distance: bool, *, share: float) -> "Pool":
@@ -215,6 +221,11 @@ class Pool:
         ge = lambda a: a.size - np.searchsorted(a, t, side="left")  # noqa: E731
         above = np.where(np.isposinf(t), 0, self.n_above)
         return ge(self.pool) + above - ge(self.mated) - ge(self.excluded)
+
+    def edge_false_matches(self) -> np.ndarray:
+        """Non-mated scores at or above each edge counted in the pass (exact anywhere)."""
+        ge = lambda a: a.size - np.searchsorted(a, self.edges, side="left")  # noqa: E731
+        return self.n_edges - ge(self.mated) - ge(self.excluded)
 
     def false_nonmatches(self, t) -> np.ndarray:
         """Mated scores < t."""
@@ -315,16 +326,20 @@ def strided_sample(values, distance: bool = False, size: int = 400_000) -> np.nd
     return sample
 
 
-def _extract(values, lo: float, hi: float, distance: bool):
-    """One blocked pass: values in the window, cells above it, and NaN cells.
+def _extract(values, lo: float, hi: float, distance: bool, edges=()):
+    """One blocked pass: values in the window, cells above it, cells at or
+    beyond each edge, and NaN cells.
 
-    ``lo`` and ``hi`` are in similarity orientation; for distances the
-    window is ``[-hi, -lo]`` and "above" means below ``-hi``. Infinite
-    scores raise :class:`bioxr.cube.ScoreCubeError` on the way.
+    ``lo``, ``hi`` and ``edges`` are in similarity orientation; for
+    distances the window is ``[-hi, -lo]``, "above" means below ``-hi`` and
+    "beyond an edge e" means at or below ``-e``. Infinite scores raise
+    :class:`bioxr.cube.ScoreCubeError` on the way.
     """
     kept = []
     n_above = 0
     n_nan = 0
+    n_edges = np.zeros(len(edges), dtype=np.int64)
+    limits = [-e for e in edges] if distance else list(edges)
     a, b = (-hi, -lo) if distance else (lo, hi)
     bounded = np.isfinite(hi)
     for _, flat in _pieces(values):
@@ -341,6 +356,8 @@ def _extract(values, lo: float, hi: float, distance: bool):
                     keep &= block <= b
                     n_above += int(np.count_nonzero(block > b))
             kept.append(block[keep])
+            for j, e in enumerate(limits):
+                n_edges[j] += np.count_nonzero(block <= e) if distance else np.count_nonzero(block >= e)
             if _check_finite(block):
                 n_nan += int(np.count_nonzero(np.isnan(block)))
-    return (np.concatenate(kept) if kept else np.empty(0)), n_above, n_nan
+    return (np.concatenate(kept) if kept else np.empty(0)), n_above, n_nan, n_edges

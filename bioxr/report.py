@@ -553,7 +553,8 @@ def provenance(template, namespace: dict, *, cube=None, results=()) -> Provenanc
             data[f"result {name}"] = file
     conventions = {}
     for result in results:
-        for key in ("eer_method", "eer_convention", "decision_rule", "tie_rule", "operating_point"):
+        for key in ("eer_method", "eer_convention", "decision_rule", "tie_rule", "operating_point", "interval",
+                    "method", "level", "partition", "design", "randomize", "rule", "impostors"):
             if key in getattr(result, "attrs", {}):
                 conventions.setdefault(key, result.attrs[key])
     return Provenance(values, data, versions, conventions)

@@ -51,7 +51,8 @@ class _Groups:
     """A score cube split into one 2-D block (probes x references) per kept-dims combination."""
 
     def __init__(self, cube: xr.DataArray, dim):
-        validate_score_cube(cube)
+        # the scores themselves are checked for infinities in the pass that reads them (bioxr.counting)
+        validate_score_cube(cube, require_nonmated=False, check_values=False)
         self.kind = score_kind(cube)
         self.distance = self.kind == "distance"
         reduced = reduce_dims(cube, dim, default=probe_dims(cube))
@@ -210,6 +211,8 @@ def error_rates(cube: xr.DataArray, threshold, *, dim=None) -> xr.Dataset:
         fm[g] = pool.false_matches(ts)
         fnm[g] = pool.false_nonmatches(ts)
         n_m[g], n_n[g] = pool.n_mated, pool.n_nonmated
+    if n_n.sum() == 0:
+        raise ScoreCubeError("the score cube holds no non-mated comparison with a score; FMR needs some.")
     attrs = {"score_kind": groups.kind, "decision_rule": _convention(groups.kind)}
     ds = _counts_dataset(groups, fm, fnm, n_m, n_n, ("threshold",), {"threshold": t}, attrs)
     return ds.isel(threshold=0) if np.ndim(threshold) == 0 else ds
@@ -448,6 +451,15 @@ def _eer_group(values, index, groups: _Groups, g: int, method: str):
     estimate, slope = _estimate_eer(sample, m)
     n_s = max(sample.size, 1)
     w = 6 * np.sqrt(max(estimate * (1 - estimate), 1.0 / n_s) / n_s) + 2.0 / n_s
+    if method == "rocch" and values.size >= counting.MIN_WINDOW_CELLS:
+        ladder = _rocch_ladder(sample, m, estimate, slope, w)
+        if ladder is not None:
+            lo, edges = ladder
+            pool = Pool.window(values, index, groups.distance, lo, np.inf, (m, x), edges)
+            groups.require(pool, g, "the EER")
+            result = _eer_from_pool(pool, method)
+            if result is not None:
+                return result
     if method == "rocch":
         w += estimate / -slope + 0.1 * estimate
     while True:
@@ -489,10 +501,11 @@ def _eer_from_pool(pool: Pool, method: str):
     if method == "rocch" and not open_lo:
         if not open_hi:
             return None
-        value, lo, hi, s = _eer.eer_point(np.r_[x[0], x], np.r_[0.0, y], method)
-        if lo == 0 or hi == 0:
-            return None
-        lo, hi = lo - 1, hi - 1
+        xs, ys, first = _below_window(pool, x, y)
+        value, lo, hi, s = _eer.eer_point(xs, ys, method)
+        if lo < first or hi < first:
+            return None  # the crossing may involve points below the window
+        lo, hi = lo - first, hi - first
     else:
         value, lo, hi, s = _eer.eer_point(x, y, method)
         if method == "nearest":
@@ -508,6 +521,66 @@ def _eer_from_pool(pool: Pool, method: str):
     fm_t = int(pool.false_matches([threshold])[0])
     fnm_t = int(pool.false_nonmatches([threshold])[0])
     return (value, threshold, fm_t / pool.n_nonmated, fnm_t / pool.n_mated, fm_t, fnm_t, pool.n_mated, pool.n_nonmated)
+
+
+def _below_window(pool: Pool, x, y):
+    """The window's points behind bounds on every point below it.
+
+    The thresholds below the window are cut into bands by the pool's edges
+    (FMR counted exactly there). A point in band ``[e_j, e_{j+1})`` has FMR
+    at least ``x(e_{j+1})`` and FNMR at least ``y(e_j)``: the phantom corner
+    ``(x(e_{j+1}), y(e_j))`` lies below-left of all of them. Each edge is a
+    real point too. Returns ``(xs, ys, first)`` lenient to strict, with the
+    window's points from index ``first``.
+    """
+    order = np.argsort(pool.edges)  # most lenient edge first
+    ex = (pool.edge_false_matches() / pool.n_nonmated)[order]
+    ey = (pool.false_nonmatches(pool.edges) / pool.n_mated)[order]
+    xs, ys = [], []
+    floor = 0.0
+    for px, py in zip(ex, ey):
+        xs += [px, px]
+        ys += [floor, py]
+        floor = py
+    xs.append(x[0])
+    ys.append(floor)
+    first = len(xs)
+    return np.concatenate([xs, x]), np.concatenate([ys, y]), first
+
+
+def _rocch_ladder(sample: np.ndarray, mated: np.ndarray, estimate: float, slope: float, w: float):
+    """A narrow window and a few edges below it that should certify the ROCCH EER.
+
+    Predicted from the sample: the hull's crossing segment is close to the
+    line through (EER, EER) with the local slope. Below the window, each
+    band's phantom corner must stay above that line; each next edge is the
+    most lenient threshold whose (exact) FNMR keeps it so, given the
+    sampled FMR at the previous edge less four standard errors. Returns
+    ``(lo, edges)`` or None when no short ladder reaches FNMR = 0.
+    """
+    n_s, n_m = sample.size, mated.size
+    if n_s == 0 or n_m == 0:
+        return None
+    sd = lambda p: np.sqrt(max(p * (1 - p), 1.0 / n_s) / n_s)  # noqa: E731
+    fmr_at = lambda t: (n_s - np.searchsorted(sample, t, side="left")) / n_s  # noqa: E731
+    line = lambda fmr: estimate + slope * (fmr - estimate)  # noqa: E731
+    lo_share = min(estimate + max(0.4 * estimate, 2 * w), 0.5)
+    lo = float(np.quantile(sample, 1 - lo_share, method="lower"))
+    edges, current = [], lo
+    for _ in range(12):
+        fmr = fmr_at(current)
+        need = line(fmr - 4 * sd(fmr)) + 1.0 / n_m
+        if need <= 0:
+            return lo, edges
+        k = int(np.ceil(need * n_m))
+        if k >= n_m:
+            return None
+        edge = float(mated[k])  # FNMR there is k / n_m >= need
+        if edge >= current:
+            return None
+        edges.append(edge)
+        current = edge
+    return None
 
 
 def _allowed(rate: float, n: int) -> int:

@@ -27,7 +27,7 @@ from bioxr import report
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 TEMPLATES = sorted((REPO / "templates").glob("*.ipynb"))
-COVERED_IN_TEST_REPORT = {"verification"}
+COVERED_IN_TEST_REPORT = {"verification", "design"}  # run by test_report.py and test_design_report.py
 #: Small values for the simulator parameters a template declares (only those it declares are passed).
 SMALL = {"n_subjects": "6", "n_collections": "12", "seed": "3"}
 NOTEBOOK_SECONDS = 60

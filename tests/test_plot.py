@@ -197,13 +197,14 @@ def test_roc_chart_encodings(gauss):
     _, det, _ = gauss
     roc = bioxr.verification.roc_curve(gauss[0])
     spec = plot.roc_chart(roc).to_dict()
-    assert spec["mark"]["type"] == "line"
-    assert spec["encoding"]["x"]["field"] == "fmr" and spec["encoding"]["x"]["scale"]["type"] == "log"
-    assert spec["encoding"]["y"]["field"] == "tmr"
-    rows = next(iter(spec["datasets"].values()))
+    (line,) = _layers(spec)  # a layer chart, with a band layer under the curve when band= is given
+    assert line["mark"]["type"] == "line"
+    assert line["encoding"]["x"]["field"] == "fmr" and line["encoding"]["x"]["scale"]["type"] == "log"
+    assert line["encoding"]["y"]["field"] == "tmr"
+    rows = _data(spec, line)
     assert all(r["fmr"] > 0 for r in rows)
     lin = plot.roc_chart(roc, xscale="linear").to_dict()
-    assert "type" not in lin["encoding"]["x"]["scale"]
+    assert "type" not in _layers(lin)[0]["encoding"]["x"]["scale"]
 
 
 def test_rates_chart_encodings(gauss):
@@ -371,3 +372,203 @@ def test_identification_charts_render_to_png(tmp_path, searches):
     ops = plot.save_png(plot.open_set_chart(bioxr.identification.open_set_curve(out, impostors="all")), tmp_path / "o.png")
     for path in (cmc, ops):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ------------------------------------------------------------ bands -------
+
+
+def _toy_band(fmr, fnmr, score_kind="similarity"):
+    return xr.Dataset(
+        {"fmr_interval": (("threshold", "bound"), np.asarray(fmr, float)),
+         "fnmr_interval": (("threshold", "bound"), np.asarray(fnmr, float))},
+        coords={"threshold": np.arange(len(fmr), dtype=float), "bound": ["lower", "upper"]},
+        attrs={"level": 0.9, "unit": "subject", "interval": "percentile", "n_replicates": 300, "two_level": 0,
+               "score_kind": score_kind},
+    )
+
+
+@pytest.fixture(scope="module")
+def gauss_band(gauss):
+    cube, _, _ = gauss
+    return bioxr.bootstrap.bootstrap_curve(cube, n_replicates=200, seed=1)
+
+
+def test_det_band_is_the_union_of_the_interval_rectangles():
+    # three thresholds: (FMR interval) x (FNMR interval) rectangles stepping up and left
+    band = _toy_band([[0.5, 0.7], [0.2, 0.4], [0.05, 0.1]], [[0.01, 0.03], [0.05, 0.1], [0.2, 0.3]])
+    det = _toy_det([0.6, 0.3, 0.08], [0.02, 0.07, 0.25])
+    spec = plot.det_chart(det, band=band, limits=(0.001, 0.9)).to_dict()
+    shade = _layers(spec)[1]
+    assert shade["mark"]["type"] == "line" and shade["mark"]["strokeWidth"] == 0 and shade["mark"]["fillOpacity"] > 0
+    assert shade["encoding"]["order"]["field"] == "order"  # drawn in polygon order, not sorted by x
+    rows = sorted(_data(spec, shade), key=lambda r: r["order"])
+    corners = [(r["fmr"], r["fnmr"]) for r in rows]
+    assert corners == [(0.7, 0.01), (0.7, 0.03), (0.4, 0.03), (0.4, 0.1), (0.1, 0.1), (0.1, 0.3),  # up and left
+                       (0.05, 0.3), (0.05, 0.2), (0.2, 0.2), (0.2, 0.05), (0.5, 0.05), (0.5, 0.01),  # down and right
+                       (0.7, 0.01)]
+    for r in rows:  # on the probit axes of the curve
+        assert r["x"] == pytest.approx(float(plot.probit(r["fmr"]))) and r["y"] == pytest.approx(float(plot.probit(r["fnmr"])))
+    subtitle = spec["title"]["subtitle"]
+    assert subtitle[-2] == "Band: 90% pointwise percentile intervals of FMR and FNMR at each threshold"
+    assert subtitle[-1] == "subject bootstrap: whole subjects resampled, 300 replicates"
+    # distance scores: thresholds run the other way, the same polygon
+    flipped = _toy_band([[0.05, 0.1], [0.2, 0.4], [0.5, 0.7]], [[0.2, 0.3], [0.05, 0.1], [0.01, 0.03]], "distance")
+    spec = plot.det_chart(det, band=flipped, limits=(0.001, 0.9)).to_dict()
+    rows = sorted(_data(spec, _layers(spec)[1]), key=lambda r: r["order"])
+    assert [(r["fmr"], r["fnmr"]) for r in rows] == corners
+
+
+def test_det_chart_band_from_the_subject_bootstrap(gauss, gauss_band):
+    cube, det, eer = gauss
+    spec = plot.det_chart(det, eer=eer, band=gauss_band).to_dict()
+    assert [layer["mark"]["type"] for layer in _layers(spec)] == ["line", "line", "line", "point", "text"]
+    shade, curve = _layers(spec)[1], _layers(spec)[2]
+    assert shade["encoding"]["x"]["scale"] == curve["encoding"]["x"]["scale"]
+    rows = _data(spec, shade)
+    lo, hi = gauss_band.fmr_interval.min(), gauss_band.fmr_interval.max()
+    assert all(float(lo) - 1e-12 <= r["fmr"] <= float(hi) + 1e-12 for r in rows)
+    assert all(np.isfinite(r["x"]) and np.isfinite(r["y"]) for r in rows), "rates of 0 and 1 are clipped, not infinite"
+    assert "200 replicates" in spec["title"]["subtitle"][-1]
+    loglog = plot.det_chart(det, band=gauss_band, axes="loglog").to_dict()
+    assert all(r["fmr"] > 0 and r["fnmr"] > 0 for r in _data(loglog, _layers(loglog)[1]))
+    with pytest.raises(TypeError, match="band="):
+        plot.det_chart(det, band=gauss_band.fmr_interval)
+    with pytest.raises(ValueError, match="lacks"):
+        plot.det_chart(det, band=gauss_band.drop_vars("fnmr_interval"))
+
+
+def test_det_band_per_kept_dim_shares_the_curve_colours(gauss):
+    cube, _, _ = gauss
+    groups = pd.Index(["A", "B"], name="group")
+    det = xr.concat([bioxr.verification.det_curve(g) for _, g in cube.groupby("group")], dim=groups, join="outer")
+    band = xr.concat([bioxr.bootstrap.bootstrap_curve(g, n_replicates=100, seed=2, thresholds=np.linspace(-3, 5, 60))
+                      for _, g in cube.groupby("group")], dim=groups)
+    spec = plot.det_chart(det, band=band).to_dict()
+    shade, curve = _layers(spec)[1], _layers(spec)[2]
+    assert shade["encoding"]["fill"]["field"] == "group" and shade["encoding"]["fill"]["scale"]["domain"] == ["A", "B"]
+    assert shade["encoding"]["fill"]["scale"]["scheme"] == curve["encoding"]["color"]["scale"]["scheme"]
+    assert {r["group"] for r in _data(spec, shade)} == {"A", "B"}
+    with pytest.raises(ValueError, match="same dims"):
+        plot.det_chart(det.isel(group=0), band=band)
+
+
+def test_roc_chart_band_is_drawn_in_tmr(gauss, gauss_band):
+    cube, det, _ = gauss
+    spec = plot.roc_chart(det, band=gauss_band).to_dict()
+    shade, curve = _layers(spec)
+    assert shade["mark"]["type"] == "line" and shade["encoding"]["fill"]["value"]
+    assert shade["encoding"]["y"]["field"] == curve["encoding"]["y"]["field"] == "tmr"
+    rows = _data(spec, shade)
+    assert all(r["tmr"] == pytest.approx(1 - r["fnmr"], abs=1e-9) or r["tmr"] in (1e-12, 1 - 1e-12) for r in rows)
+    assert all(r["fmr"] > 0 for r in rows), "FMR 0 is moved just off the log axis"
+    assert "intervals of FMR and TMR" in " ".join(spec["title"]["subtitle"])
+
+
+def test_cmc_chart_band_from_per_subject_counts(searches):
+    _, out = searches
+    cmc = bioxr.identification.cmc_curve(out)
+    ranks = cmc["rank"].sel(rank=slice(1, 10))
+    found = ((ranks - out.mated_rank_min + 1) / (out.mated_rank_max - out.mated_rank_min + 1)).clip(0, 1)
+    per_subject = xr.Dataset({"found": found.fillna(0), "searches": out.mated_rank_min.notnull()}) \
+        .stack(search=list(out.mated_rank_min.dims)).groupby("subject").sum()
+    band = bioxr.bootstrap.bootstrap_rate_interval(per_subject.found, per_subject.searches, dim="subject",
+                                                   n_replicates=300, seed=0)
+    np.testing.assert_allclose(band.rate.values, cmc.cmc.sel(rank=slice(1, 10)).values)  # the same rates
+    spec = plot.cmc_chart(cmc, band=band, max_rank=10).to_dict()
+    shade, line = _layers(spec)[:2]
+    assert shade["mark"]["type"] == "area" and line["mark"]["type"] == "line"
+    assert shade["encoding"]["y"]["field"] == "lower" and shade["encoding"]["y2"]["field"] == "upper"
+    rows = _data(spec, shade)
+    assert [r["rank"] for r in rows] == list(range(1, 11))
+    assert [r["lower"] for r in rows] == pytest.approx(band.rate_interval.sel(bound="lower").values.tolist())
+    assert min(r["lower"] for r in rows) >= line["encoding"]["y"]["scale"]["domain"][0]
+    lo, hi = band.rate_interval.sel(rank=1).values
+    assert _data(spec, _layers(spec)[4])[0]["label"] == f"rank 1: {float(cmc.cmc.sel(rank=1)):.2%} ({lo:.1%} to {hi:.1%})"
+    assert spec["title"]["subtitle"][-1] == "subject bootstrap: whole subjects resampled, 300 replicates"
+    with pytest.raises(ValueError, match="rank"):
+        plot.cmc_chart(cmc, band=band.rename(rank="position"))
+
+
+# ------------------------------------------------------------ design study -
+
+
+@pytest.fixture(scope="module")
+def studies():
+    success = bioxr.design.dichotomize(
+        bioxr.outcomes.outcomes(bioxr.simulate.photohead(12, 4, 60, seed=4), ranks_only=True), rank=1)
+    common = dict(n_collections=48, n_runs=8, seed=1)
+    return {
+        "clustered": bioxr.design.design_study(success, partition="subject", **common),
+        "randomized, by image": bioxr.design.design_study(success, partition=("subject", "image"),
+                                                          randomize="collection", **common),
+        "cluster": bioxr.design.design_study(success, partition=("subject", "image"), randomize="collection",
+                                             design="cluster", **common),
+    }
+
+
+def test_design_chart_draws_the_papers_four_lines(studies):
+    study = studies["randomized, by image"]
+    spec = plot.design_chart(study).to_dict()
+    (layer,) = _layers(spec)
+    enc = layer["encoding"]
+    assert enc["y"]["scale"]["type"] == "log" and enc["x"]["field"] == "run"
+    assert enc["color"]["scale"]["range"] == ["#d62728", "#7f7f7f", "#1f77b4", "#2ca02c"]  # red, grey, blue, green
+    dashes = dict(zip(enc["strokeDash"]["scale"]["domain"], enc["strokeDash"]["scale"]["range"]))
+    assert dashes["empirical variance"] == [1, 0]  # solid; the estimators dashed, dot-dashed and dotted
+    assert len(dashes["mean V_st (stratified)"]) == 4 and dashes["mean V_cl (cluster)"] == [2, 3]
+    frame = pd.DataFrame(_data(spec, layer))
+    assert len(frame) == 4 * study.sizes["run"] and frame["run"].min() == 1
+    emp = frame[frame["series"] == "empirical variance"].sort_values("run")["variance"]
+    np.testing.assert_allclose(emp.values, study.empirical_variance.values)
+    ticks = enc["y"]["axis"]["values"]
+    lo, hi = enc["y"]["scale"]["domain"]
+    assert ticks and all(lo <= t <= hi for t in ticks)
+    subtitle = spec["title"]["subtitle"]
+    assert subtitle[0] == "Partition by subject × image · stratified design: all 48 groups in every trial"
+    assert subtitle[1] == "Time randomized: collections shuffled per series"
+    assert "m = 4" in subtitle[2] and "8 runs of 12 trials" in subtitle[2]
+    st = float(study.ratio.sel(estimator="st"))
+    assert f"st {st:.2f}" in subtitle[3] and "verdict at ±5%" in subtitle[3]
+    assert subtitle[3].count("compatible") + subtitle[3].count("rejected") == 3
+    quiet = plot.design_chart(study, verdict=False).to_dict()["title"]["subtitle"][3]
+    assert "compatible" not in quiet and "rejected" not in quiet and "verdict" not in quiet
+    cluster = plot.design_chart(studies["cluster"]).to_dict()["title"]
+    assert "cluster design: 4 of 48 groups drawn per trial, disjoint within a run" in cluster["subtitle"][0]
+    assert cluster["text"] == "Design study: by subject × image, cluster, time randomized"
+    with pytest.raises(TypeError, match="design_study"):
+        plot.design_chart(study[["rate"]])
+
+
+def test_design_ratio_chart_puts_the_studies_side_by_side(studies):
+    spec = plot.design_ratio_chart(studies).to_dict()
+    band, one, bars, points, labels = _layers(spec)
+    assert [band["mark"]["type"], one["mark"]["type"], bars["mark"]["type"], points["mark"]["type"]] == \
+        ["rect", "rule", "rule", "point"]
+    assert _data(spec, one) == [{"one": 1.0}]
+    assert {(r["study"], round(r["low"], 6), round(r["high"], 6)) for r in _data(spec, band)} == \
+        {(k, round(1 / 1.05, 6), 1.05) for k in studies}
+    rows = pd.DataFrame(_data(spec, points))
+    assert len(rows) == 3 * len(studies)
+    for label, study in studies.items():
+        for est in ("srs", "st", "cl"):
+            row = rows[(rows.study == label) & (rows.estimator == est)].iloc[0]
+            assert row.ratio == pytest.approx(float(study.ratio.sel(estimator=est)))
+            assert [row.lower, row.upper] == pytest.approx(study.ratio_interval.sel(estimator=est).values.tolist())
+            assert (row.filled == "compatible") == bool(study.compatible.sel(estimator=est))
+    assert points["encoding"]["y"]["sort"] == list(studies)  # in the order given, top to bottom
+    assert points["encoding"]["x"]["scale"]["type"] == "log"
+    lo, hi = points["encoding"]["x"]["scale"]["domain"]
+    assert lo <= rows[["lower", "ratio"]].min().min() and rows[["upper", "ratio"]].max().max() <= hi
+    plain = plot.design_ratio_chart(list(studies.values()), verdict=False).to_dict()
+    rows = pd.DataFrame(_data(plain, _layers(plain)[3]))
+    assert set(rows.filled) == {"not"} and rows.study.iloc[0].startswith("1: by subject, stratified, time clustered")
+    with pytest.raises(ValueError, match="at least one"):
+        plot.design_ratio_chart({})
+
+
+def test_band_and_design_charts_render_to_png(tmp_path, gauss, gauss_band, studies):
+    _, det, eer = gauss
+    charts = {"det": plot.det_chart(det, eer=eer, band=gauss_band), "roc": plot.roc_chart(det, band=gauss_band),
+              "design": plot.design_chart(studies["cluster"]), "ratios": plot.design_ratio_chart(studies)}
+    for name, chart in charts.items():
+        assert plot.save_png(chart, tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -150,3 +150,93 @@ def test_bad_input_is_refused(cube):
         widgets.threshold_explorer(cube, eer_method="bogus")
     with pytest.raises(TypeError, match="score cube"):
         widgets.threshold_explorer(cube.to_dataset(name="score"))
+
+
+# ------------------------------------------------------------ design explorer
+
+
+@pytest.fixture(scope="module")
+def photohead_outcomes():
+    return bioxr.outcomes.outcomes(bioxr.simulate.photohead(8, 4, 48, seed=1), ranks_only=True)
+
+
+@pytest.fixture()
+def design(photohead_outcomes):
+    return widgets.design_explorer(photohead_outcomes, n_collections=40, n_runs=6, seed=3)
+
+
+def _design_row(table: str, estimator: str) -> list[str]:
+    row = re.search(rf'<tr class="bioxr-{estimator}">(.*?)</tr>', table).group(1)
+    return re.findall(r"<t[dh]>(.*?)</t[dh]>", row)
+
+
+def test_design_explorer_starts_at_the_papers_first_iteration(design, photohead_outcomes):
+    import ipywidgets as W
+
+    assert isinstance(design, W.VBox)
+    assert design.partition.value == ("subject",) and design.design.value == "stratified"
+    assert design.randomize.value == "none" and design.m.value == 4
+    assert [label for label, _ in design.partition.options] == ["subject", "image", "subject × image"]
+    assert all(40 % m == 0 and 40 // m >= 2 for m in design.m.options)
+    assert design.cluster_draw.disabled, "the group draw only applies to the cluster design"
+    success = bioxr.design.dichotomize(photohead_outcomes, rank=1)
+    expected = bioxr.design.design_study(success, partition=("subject",), n_collections=40, n_runs=6, seed=3)
+    xr.testing.assert_identical(design.study, expected)
+    assert design.progress.layout.display == "none" and "ran in" in design.status.value
+    assert list(design.history) == ["subject, stratified, time clustered, m = 4"]
+
+
+def test_design_explorer_runs_what_the_widgets_say(design, photohead_outcomes):
+    design.partition.value = ("subject", "image")
+    design.randomize.value = "shuffle"
+    design.design.value = "cluster"
+    assert not design.cluster_draw.disabled
+    design.cluster_draw.value = 0.5
+    design.m.value = 5
+    study = design.run()
+    success = bioxr.design.dichotomize(photohead_outcomes, rank=1)
+    expected = bioxr.design.design_study(success, partition=("subject", "image"), randomize="collection",
+                                         design="cluster", cluster_draw=0.5, m=5, n_collections=40, n_runs=6, seed=3)
+    xr.testing.assert_identical(study, expected)
+    test = bioxr.design.design_test(expected)
+    xr.testing.assert_identical(design.test, test)
+    for est in ("srs", "st", "cl"):
+        name, ratio, interval, verdict, f, p = _design_row(design.table.value, est)
+        assert ratio == f"<b>{float(expected.ratio.sel(estimator=est)):.3g}</b>"
+        lo, hi = expected.ratio_interval.sel(estimator=est).values
+        assert interval == f"{lo:.3g} – {hi:.3g}"
+        assert ("compatible" in verdict) == bool(expected.compatible.sel(estimator=est))
+        assert f == f"{float(test.statistic.sel(estimator=est)):.3g}" and p == f"{float(test.pvalue.sel(estimator=est)):.2g}"
+    assert "last iteration" in design.table.value
+    # both charts are offline SVG images: the study's design chart and the ratios of every study so far
+    assert "Design study: subject × image, cluster (50% a trial), time shuffled, m = 5" in _svg(design.chart.value)
+    summary = _svg(design.summary.value)
+    assert "The studies run so far" in summary and "subject, stratified, time clustered, m = 4" in summary
+    assert len(design.history) == 2
+
+
+def test_design_explorer_reports_an_impossible_design_and_keeps_the_last_study(design):
+    before = design.study
+    design.design.value = "cluster"
+    design.partition.value = ("image",)  # 4 groups dealt into 10 trials: fewer than 2 a trial
+    assert design.run() is None
+    assert "cluster estimator needs 2" in design.error and "Not run" in design.status.value
+    assert design.study is before and design.progress.layout.display == "none"
+
+
+def test_design_explorer_runs_on_every_change_when_asked(design):
+    design.auto.value = True
+    design.randomize.value = "shuffle"
+    assert design.study.attrs["randomize"].startswith("collection")
+    design.m.value = 2
+    assert design.study.attrs["m"] == 2 and len(design.history) == 3
+
+
+def test_design_explorer_refuses_bad_input(photohead_outcomes):
+    with pytest.raises(TypeError, match="outcome cube"):
+        widgets.design_explorer(photohead_outcomes.to_dataframe())
+    with pytest.raises(ValueError, match="trial_dim"):
+        widgets.design_explorer(photohead_outcomes, trial_dim="time")
+    success = bioxr.design.dichotomize(photohead_outcomes, rank=1)
+    with pytest.raises(ValueError, match="without a mate"):
+        widgets.design_explorer(success.where(success.subject != success.subject[0]))
