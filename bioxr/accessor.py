@@ -165,6 +165,27 @@ class BioAccessor:
             unit=unit, two_level=two_level, progress=progress,
         )
 
+    def cmc_interval(
+        self, *, max_rank: int | None = None, n_replicates: int = 2000, level: float = 0.95, seed=0
+    ) -> xr.Dataset:
+        """CMC with subject-bootstrap intervals; see :func:`bioxr.bootstrap.cmc_interval`."""
+        return _bootstrap.cmc_interval(self._obj, max_rank=max_rank, n_replicates=n_replicates, level=level, seed=seed)
+
+    def open_set_interval(
+        self,
+        threshold,
+        *,
+        rank: int = 1,
+        impostors: str = "non-enrolled",
+        n_replicates: int = 2000,
+        level: float = 0.95,
+        seed=0,
+    ) -> xr.Dataset:
+        """DIR and FPIR with subject-bootstrap intervals; see :func:`bioxr.bootstrap.open_set_interval`."""
+        return _bootstrap.open_set_interval(
+            self._obj, threshold, rank=rank, impostors=impostors, n_replicates=n_replicates, level=level, seed=seed
+        )
+
     def dichotomize(self, *, rank=None, threshold=None, ties: str = "strict") -> xr.DataArray:
         """Binary success per probe; see :func:`bioxr.design.dichotomize`."""
         return _design.dichotomize(self._obj, rank=rank, threshold=threshold, ties=ties)

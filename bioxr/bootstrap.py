@@ -30,7 +30,7 @@ import xarray as xr
 from .cube import compared_mask, mated_mask, probe_dims, score_kind, validate_score_cube
 from .simulate import _entropy, _rng
 
-__all__ = ["subject_draws", "bootstrap_replicates", "bootstrap_curve", "fnmr_at_fmr_interval", "eer_interval", "bootstrap_rate_interval"]
+__all__ = ["subject_draws", "bootstrap_replicates", "bootstrap_curve", "fnmr_at_fmr_interval", "eer_interval", "bootstrap_rate_interval", "cmc_interval", "open_set_interval"]
 
 _CHUNK = 256  # replicates per block of the non-mated products
 
@@ -533,3 +533,128 @@ def eer_interval(
         attrs={**reps.attrs, "interval": "percentile", "level": level, "seed": str(seed), "eer_method": method,
                "eer_convention": point.attrs["eer_convention"]},
     )
+
+
+def _per_subject(values: np.ndarray, subjects: np.ndarray, weights=None):
+    """Sum rows of ``values`` (probe, ...) per subject: (individual, ...) and the subject labels."""
+    codes, labels = pd.factorize(subjects)
+    out = np.zeros((len(labels), *values.shape[1:]))
+    np.add.at(out, codes, values)
+    return out, labels
+
+
+def cmc_interval(
+    obj, *, max_rank: int | None = None, n_replicates: int = 2000, level: float = 0.95, seed=0
+) -> xr.Dataset:
+    """The CMC with pointwise subject-bootstrap intervals (closed set, Annex F ties).
+
+    Per subject: its closed-set searches and, at each rank, how many found
+    the mate at or below it (a tied mate counts its Annex F share). Whole
+    subjects are resampled (:func:`bootstrap_rate_interval`); the same
+    replicates serve every rank.
+
+    Parameters
+    ----------
+    obj : xarray.DataArray or xarray.Dataset
+        A score cube or its outcome cube (with a ``subject`` coordinate).
+    max_rank, n_replicates, level, seed : keyword-only
+
+    Returns
+    -------
+    xarray.Dataset
+        ``cmc`` over ``rank`` and ``cmc_interval`` over ``("rank", "bound")``;
+        ``n_probes``, ``n_subjects``; attrs method, level, tie rule.
+
+    Examples
+    --------
+    >>> import bioxr
+    >>> cube = bioxr.simulate.gaussian(n_subjects=40, n_samples=3, seed=0)
+    >>> res = bioxr.bootstrap.cmc_interval(cube, max_rank=3, n_replicates=200, seed=1)
+    >>> res.cmc_interval.dims
+    ('rank', 'bound')
+    """
+    from .identification import _outcome_cube, cmc_curve
+
+    ds = _outcome_cube(obj, ranks_only=True)
+    curve = cmc_curve(ds, max_rank=max_rank)
+    ranks = curve["rank"].values
+    lo = np.asarray(ds["mated_rank_min"].values, dtype=float).ravel()
+    hi = np.asarray(ds["mated_rank_max"].values, dtype=float).ravel()
+    subj = np.asarray(ds["subject"].broadcast_like(ds["mated_rank_min"]).values).ravel()
+    valid = ~np.isnan(lo)
+    share = np.clip((ranks[None, :] - lo[valid, None] + 1) / (hi[valid, None] - lo[valid, None] + 1), 0.0, 1.0)
+    found, labels = _per_subject(share, subj[valid])
+    searches, _ = _per_subject(np.ones(valid.sum()), subj[valid])
+    found_da = xr.DataArray(found, dims=("individual", "rank"), coords={"rank": ranks})
+    searches_da = xr.DataArray(searches, dims="individual")
+    boot = bootstrap_rate_interval(found_da, searches_da, n_replicates=n_replicates, level=level, seed=seed)
+    return xr.Dataset(
+        {
+            "cmc": curve["cmc"],
+            "cmc_interval": boot["rate_interval"].transpose("rank", "bound"),
+            "n_probes": curve["n_probes"],
+            "n_subjects": len(labels),
+        },
+        attrs={**boot.attrs, "tie_rule": curve.attrs["tie_rule"], "seed": str(seed),
+               "interval": "percentile, pointwise in rank, subjects resampled with all their searches"},
+    )
+
+
+def open_set_interval(
+    obj,
+    threshold,
+    *,
+    rank: int = 1,
+    impostors: str = "non-enrolled",
+    n_replicates: int = 2000,
+    level: float = 0.95,
+    seed=0,
+) -> xr.Dataset:
+    """DIR and FPIR at thresholds with subject-bootstrap intervals (open set).
+
+    Mated searches are grouped by their subject and impostor searches by
+    theirs; whole subjects are resampled on each side (the same seed draws
+    both). See :func:`bioxr.identification.open_set_rates` for the rates.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``dir``, ``fpir`` over ``threshold``; ``dir_interval``,
+        ``fpir_interval`` over ``("threshold", "bound")``; attrs.
+
+    Examples
+    --------
+    >>> import bioxr
+    >>> cube = bioxr.simulate.gaussian(n_subjects=40, n_samples=3, seed=0)
+    >>> res = bioxr.bootstrap.open_set_interval(cube, [1.0, 2.0], impostors="all", n_replicates=200, seed=1)
+    >>> res.fpir_interval.dims
+    ('threshold', 'bound')
+    """
+    from .identification import _impostor_scores, _outcome_cube, _Probes, _share_at_or_below, open_set_rates
+
+    ds = _outcome_cube(obj, ranks_only=False)
+    rates = open_set_rates(ds, np.atleast_1d(threshold), rank=rank, impostors=impostors)
+    probes = _Probes(ds, None, ("mated_rank_min", "mated_rank_max", "mated_score", "nonmated_best"))
+    enrolled, use = _impostor_scores(probes, impostors)
+    enrolled, use = enrolled[0], use[0]
+    subj = np.asarray(ds["subject"].broadcast_like(ds["mated_rank_min"]).values).ravel()
+    t = rates["threshold"].values
+    sign = -1.0 if ds.attrs.get("score_kind", "similarity") == "distance" else 1.0
+    weight = _share_at_or_below(probes.arrays["mated_rank_min"][0], probes.arrays["mated_rank_max"][0], rank)
+    with np.errstate(invalid="ignore"):
+        hit = (sign * probes.arrays["mated_score"][0][:, None] >= sign * t) * weight[:, None]
+        alarm = (sign * probes.arrays["nonmated_best"][0][:, None] >= sign * t).astype(float)
+    out = {}
+    for name, rows, values in (("dir", enrolled, hit), ("fpir", use, alarm)):
+        num, _ = _per_subject(values[rows], subj[rows])
+        den, _ = _per_subject(np.ones(rows.sum()), subj[rows])
+        boot = bootstrap_rate_interval(
+            xr.DataArray(num, dims=("individual", "threshold"), coords={"threshold": t}),
+            xr.DataArray(den, dims="individual"),
+            n_replicates=n_replicates, level=level, seed=seed,
+        )
+        out[name] = rates[name]
+        out[f"{name}_interval"] = boot["rate_interval"].transpose("threshold", "bound")
+    result = xr.Dataset(out, attrs={**rates.attrs, "method": "percentile subject bootstrap (searches grouped by subject)",
+                                    "level": level, "n_replicates": n_replicates, "seed": str(seed)})
+    return result.isel(threshold=0) if np.ndim(threshold) == 0 else result

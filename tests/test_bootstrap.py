@@ -129,3 +129,40 @@ def test_bootstrap_interval_coverage(rate, rho, m):
     lo, hi = res.rate_interval.sel(bound="lower"), res.rate_interval.sel(bound="upper")
     coverage = float(((lo <= rate) & (rate <= hi)).mean())
     assert 0.93 <= coverage <= 0.97, coverage
+
+
+def test_cmc_interval_equals_resampling_subjects_with_the_same_draws():
+    import pandas as pd
+
+    from bioxr.bootstrap import cmc_interval
+
+    cube = bioxr.simulate.gaussian(n_subjects=15, n_samples=3, mated_mean=1.5, seed=6)
+    res = cmc_interval(cube, max_rank=4, n_replicates=60, seed=8)
+    xr.testing.assert_allclose(res.cmc, bioxr.identification.cmc_curve(cube, max_rank=4).cmc)
+    out = cube.bio.outcomes()
+    lo, hi = out.mated_rank_min.values, out.mated_rank_max.values
+    subj = out.subject.values
+    codes, labels = pd.factorize(subj)
+    draws = subject_draws(len(labels), 60, seed=8)
+    reps = []
+    for row in draws:
+        rows = np.concatenate([np.flatnonzero(codes == k) for k in row])  # every probe of every drawn subject
+        share = np.clip((np.arange(1, 5)[None, :] - lo[rows, None] + 1) / (hi[rows, None] - lo[rows, None] + 1), 0, 1)
+        reps.append(share.mean(axis=0))
+    expected = np.quantile(np.array(reps), [0.025, 0.975], axis=0).T
+    np.testing.assert_allclose(res.cmc_interval.values, expected)
+
+
+def test_open_set_interval_points_are_the_open_set_rates():
+    from bioxr.bootstrap import open_set_interval
+
+    cube = bioxr.simulate.gaussian(n_subjects=30, n_samples=2, seed=2)
+    t = [0.5, 1.5, 2.5]
+    res = open_set_interval(cube, t, impostors="all", n_replicates=200, seed=0)
+    rates = bioxr.identification.open_set_rates(cube, t, impostors="all")
+    np.testing.assert_allclose(res.dir.values, rates.dir.values)
+    np.testing.assert_allclose(res.fpir.values, rates.fpir.values)
+    assert res.dir_interval.dims == ("threshold", "bound")
+    lower, upper = res.fpir_interval.sel(bound="lower"), res.fpir_interval.sel(bound="upper")
+    assert ((lower <= res.fpir + 1e-12) & (res.fpir <= upper + 1e-12)).all()
+    assert cube.bio.open_set_interval(1.5, impostors="all", n_replicates=50, seed=1).dir_interval.dims == ("bound",)

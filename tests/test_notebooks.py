@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import bioxr
+from test_browser import _open, browser  # noqa: F401  (a fixture, used by name)
 from bioxr import report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -180,3 +181,21 @@ def test_identification_report_from_a_matrix_csv(tmp_path):
     assert "<strong>11</strong> are closed-set searches" in page  # probe 3's mate was never compared
     assert "held the sentinel" in page and "no breakdown by weather" in page
     assert _outside(page) == []
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("path", [t for t in TEMPLATES if t.stem not in COVERED_IN_TEST_REPORT], ids=lambda p: p.stem)
+def test_template_report_opens_offline_in_chromium(path, simulated_report, browser):  # noqa: F811
+    """Each report, in a real browser: no request leaves the machine, no JavaScript error, charts drawn."""
+    proc, out = simulated_report(path.stem)
+    assert proc.returncode == 0, proc.stderr
+    page, outside, errors = _open(browser, out / f"{path.stem}.html")
+    try:
+        assert outside == [], outside
+        assert errors == [], errors
+        drawn = page.evaluate(
+            "() => Array.from(document.images).filter(i => i.src.startsWith('data:image/svg') && i.naturalWidth > 0).length"
+        )
+        assert drawn >= 2
+    finally:
+        page.close()
