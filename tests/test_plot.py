@@ -572,3 +572,19 @@ def test_band_and_design_charts_render_to_png(tmp_path, gauss, gauss_band, studi
               "design": plot.design_chart(studies["cluster"]), "ratios": plot.design_ratio_chart(studies)}
     for name, chart in charts.items():
         assert plot.save_png(chart, tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_facet_chart_gives_one_panel_per_label_with_its_own_eer():
+    import json
+
+    cube = bioxr.simulate.photohead(n_subjects=6, n_collections=3, seed=0)
+    det = bioxr.verification.det_curve(cube, dim=("subject", "image"))
+    eer = bioxr.verification.eer(cube, dim=("subject", "image"))
+    spec = plot.facet_chart(plot.det_chart, det, "collection", eer=eer, columns=2).to_dict()
+    assert len(spec["concat"]) == 3 and spec["columns"] == 2
+    text = json.dumps(spec)
+    for c in range(3):
+        assert f"collection = {c}" in text
+        assert f"EER {float(eer.eer.isel(collection=c)):.2%}" in text
+    with pytest.raises(ValueError, match="not a dimension"):
+        plot.facet_chart(plot.det_chart, det, "weather")

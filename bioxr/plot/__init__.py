@@ -27,7 +27,8 @@ Uncertainty (:mod:`bioxr.plot.uncertainty`):
   several studies side by side, with its interval and the tolerance band.
 
 Kept dimensions of a result (``collection``, ``weather``, ...) become one
-curve each, coloured by their label. Exact curves have a point per distinct
+curve each, coloured by their label, or one panel each with
+:func:`facet_chart`. Exact curves have a point per distinct
 score; they are thinned to at most about 2,000 points per curve, keeping
 every point where the drawn curve moves by more than a fraction of a pixel,
 so a curve of 1e6 scores draws like the full one.
@@ -43,11 +44,13 @@ from __future__ import annotations
 
 from ._axes import MAX_POINTS, SIZE, _thin, probit
 from ._render import VL_VERSION, render_svg, save_html, save_png, save_svg, to_html
+from .facets import facet_chart
 from .identification import cmc_chart, open_set_chart
 from .uncertainty import design_chart, design_ratio_chart
 from .verification import det_chart, rates_chart, roc_chart, score_histogram
 
 __all__ = [
+    "facet_chart",
     "det_chart",
     "roc_chart",
     "score_histogram",
