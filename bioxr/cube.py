@@ -38,7 +38,14 @@ class ScoreCubeError(ValueError):
 
 
 def score_kind(cube: xr.DataArray) -> str:
-    """Return ``"similarity"`` or ``"distance"`` for a score cube."""
+    """Return ``"similarity"`` or ``"distance"`` for a score cube.
+
+    Examples
+    --------
+    >>> import bioxr
+    >>> score_kind(bioxr.simulate.gaussian(n_subjects=3, seed=0))
+    'similarity'
+    """
     kind = cube.attrs.get("score_kind", "similarity")
     if kind not in SCORE_KINDS:
         raise ScoreCubeError(
@@ -49,7 +56,14 @@ def score_kind(cube: xr.DataArray) -> str:
 
 
 def probe_dims(cube: xr.DataArray) -> tuple[Hashable, ...]:
-    """The probe dimensions of a score cube: every dimension but ``reference``."""
+    """The probe dimensions of a score cube: every dimension but ``reference``.
+
+    Examples
+    --------
+    >>> import bioxr
+    >>> probe_dims(bioxr.simulate.photohead(n_subjects=2, n_collections=2, seed=0))
+    ('subject', 'image', 'collection')
+    """
     return tuple(d for d in cube.dims if d != REFERENCE)
 
 
@@ -62,6 +76,15 @@ def reduce_dims(obj, dim, *, default: Sequence[Hashable]) -> tuple[Hashable, ...
     dim : str, sequence of str or None
         None means ``default``.
     default : sequence of str
+
+    Examples
+    --------
+    >>> import bioxr
+    >>> cube = bioxr.simulate.photohead(n_subjects=2, n_collections=2, seed=0)
+    >>> reduce_dims(cube, "image", default=probe_dims(cube))
+    ('image',)
+    >>> reduce_dims(cube, None, default=probe_dims(cube))
+    ('subject', 'image', 'collection')
     """
     if dim is None:
         dims = tuple(default)
@@ -233,6 +256,15 @@ def validate_score_cube(
     -------
     xarray.DataArray
         ``cube`` itself.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> bad = xr.DataArray(np.zeros((2, 2)), dims=("probe", "gallery"))
+    >>> validate_score_cube(bad)
+    Traceback (most recent call last):
+    ...
+    bioxr.cube.ScoreCubeError: the score cube has no 'reference' dimension (its dims are ['probe', 'gallery']). Name the dimension that indexes references 'reference', e.g. cube.rename({'gallery': 'reference'}).
     """
     where = f" (from {cube.attrs['source']})" if isinstance(cube, xr.DataArray) and "source" in cube.attrs else ""
     if isinstance(cube, xr.Dataset):
@@ -352,6 +384,14 @@ def label_codes(cube: xr.DataArray, probe_order: Sequence[Hashable]):
     self_cols : ndarray of int or None
         For each probe, the reference column holding the same sample (-1:
         none), when the cube has ``probe_id`` and ``reference_id``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cube = score_cube(np.zeros((2, 3)), subject=["b", "z"], reference_subject=["a", "b", "b"])
+    >>> probe, ref, _ = label_codes(cube, ("probe",))
+    >>> probe.tolist(), ref.tolist()  # z is not enrolled
+    ([1, -1], [0, 1, 1])
     """
     template = cube.isel({REFERENCE: 0}, drop=True)
     codes, uniques = pd.factorize(np.asarray(cube["reference_subject"].values), sort=False)
@@ -376,12 +416,27 @@ def mated_mask(cube: xr.DataArray) -> xr.DataArray:
 
     It broadcasts over the dims of ``subject`` and ``reference``; combine it
     with :func:`compared_mask` to count comparisons.
+
+    Examples
+    --------
+    >>> import bioxr
+    >>> cube = bioxr.simulate.gaussian(n_subjects=3, n_samples=2, seed=0)
+    >>> int(mated_mask(cube).sum())  # 6 probes, each with one mated reference
+    6
     """
     return cube["subject"] == cube["reference_subject"]
 
 
 def compared_mask(cube: xr.DataArray) -> xr.DataArray:
-    """Boolean DataArray, True where a comparison has a score and is not a self comparison."""
+    """Boolean DataArray, True where a comparison has a score and is not a self comparison.
+
+    Examples
+    --------
+    >>> import bioxr
+    >>> cube = bioxr.gallery.all_against_all(np.ones((3, 3)), ["a", "a", "b"])
+    >>> int(compared_mask(cube).sum())  # the diagonal is no comparison
+    6
+    """
     mask = cube.notnull()
     if "probe_id" in cube.coords and "reference_id" in cube.coords:
         mask = mask & (cube["probe_id"] != cube["reference_id"])

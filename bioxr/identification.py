@@ -205,7 +205,9 @@ def open_set_rates(obj, threshold, *, rank: int = 1, dim=None, impostors: str = 
         Which probes are impostor searches: those whose subject is not
         enrolled (default), or every probe with its own mates left out
         (all-against-all, seeds/001: each probe plays once as genuine and
-        once as impostor).
+        once as impostor). A subject whose references were never compared
+        with the probe (a failed enrolment, NaN) counts as not enrolled
+        for that probe; ``attrs["enrolment"]`` says so.
 
     Returns
     -------
@@ -269,6 +271,7 @@ def open_set_rates(obj, threshold, *, rank: int = 1, dim=None, impostors: str = 
         attrs={
             "rank": int(rank),
             "impostors": impostors,
+            "enrolment": "a probe is enrolled when some reference of its subject was compared with it",
             "tie_rule": "ISO/IEC 19795-1 Annex F.2: tied ranks spread uniformly (fractional counts)",
             "decision_rule": "a candidate is returned when its score is at or beyond the threshold",
             "score_kind": "distance" if distance else "similarity",
