@@ -15,6 +15,7 @@ them. Topic modules hold the pure functions:
 - :mod:`bioxr.correlation`: intra-class correlation and design-aware FNMR intervals;
 - :mod:`bioxr.bootstrap`: subject bootstrap by sufficient statistics;
 - :mod:`bioxr.design`: the Micheals-Boult study of which sample design the data follow;
+- :mod:`bioxr.generative`: specificity and generalisation of a generative model;
 - :mod:`bioxr.plot` (Altair charts), :mod:`bioxr.widgets` (ipywidgets
   explorers), :mod:`bioxr.report` (templates into HTML reports) and
   :mod:`bioxr.io` load on first use, so ``import bioxr`` stays light.
@@ -22,7 +23,7 @@ them. Topic modules hold the pure functions:
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import accessor, bootstrap, correlation, cube, design, gallery, identification, intervals, outcomes, simulate, verification
+from . import accessor, bootstrap, correlation, cube, design, gallery, generative, identification, intervals, outcomes, simulate, verification
 from .cube import ScoreCubeError, score_cube, validate_score_cube
 
 try:
@@ -38,6 +39,7 @@ __all__ = [
     "cube",
     "design",
     "gallery",
+    "generative",
     "identification",
     "intervals",
     "outcomes",

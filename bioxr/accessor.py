@@ -14,6 +14,7 @@ from . import bootstrap as _bootstrap
 from . import correlation as _correlation
 from . import design as _design
 from . import gallery as _gallery
+from . import generative as _generative
 from . import identification as _identification
 from . import intervals as _intervals
 from . import outcomes as _outcomes
@@ -214,6 +215,33 @@ class BioAccessor:
     def design_test(self) -> xr.Dataset:
         """F test of a design study; see :func:`bioxr.design.design_test`."""
         return _design.design_test(self._obj)
+
+    def specificity_generalisation(
+        self, synthetic, *, sample_dim="sample", metric="euclidean", metric_kwargs=None, block_size=None
+    ) -> xr.Dataset:
+        """Specificity and generalisation against synthetic samples; see :func:`bioxr.generative.specificity_generalisation`."""
+        return _generative.specificity_generalisation(
+            self._obj, synthetic, sample_dim=sample_dim, metric=metric, metric_kwargs=metric_kwargs,
+            block_size=block_size,
+        )
+
+    def generalisation(
+        self, synthetic, *, sample_dim="sample", metric="euclidean", metric_kwargs=None, block_size=None
+    ) -> xr.Dataset:
+        """Generalisation of a model to these training samples; see :func:`bioxr.generative.generalisation`."""
+        return _generative.generalisation(
+            self._obj, synthetic, sample_dim=sample_dim, metric=metric, metric_kwargs=metric_kwargs,
+            block_size=block_size,
+        )
+
+    def specificity(
+        self, synthetic, *, sample_dim="sample", metric="euclidean", metric_kwargs=None, block_size=None
+    ) -> xr.Dataset:
+        """Specificity of a model's synthetic samples; see :func:`bioxr.generative.specificity`."""
+        return _generative.specificity(
+            self._obj, synthetic, sample_dim=sample_dim, metric=metric, metric_kwargs=metric_kwargs,
+            block_size=block_size,
+        )
 
     def best_per_subject(self) -> xr.DataArray:
         """Multi-template cube; see :func:`bioxr.gallery.best_per_subject`."""

@@ -97,11 +97,11 @@ def _flatten(values, name: str) -> np.ndarray:
     values = np.asarray(values)
     if values.dtype.kind not in "biuf":
         raise TypeError(f"{name} must hold real numbers, not dtype {values.dtype}.")
-    flat = values.reshape(values.shape[0], -1) if values.ndim != 1 else values[:, None]
-    if flat.shape[0] == 0:
+    if values.shape[0] == 0:
         raise ValueError(f"{name} has no samples.")
-    if flat.shape[1] == 0:
+    if values.size == 0:
         raise ValueError(f"{name} has no features.")
+    flat = values.reshape(values.shape[0], -1)
     if not np.isfinite(flat).all():
         bad = int((~np.isfinite(flat)).any(axis=1).sum())
         raise ValueError(
@@ -146,8 +146,10 @@ def _check_metric(metric, metric_kwargs) -> tuple[str, dict]:
         )
     if metric in _TRICK_METRICS and kwargs:
         raise ValueError(f"metric {metric!r} takes no metric_kwargs (got {sorted(kwargs)}).")
-    try:
-        cdist(np.zeros((1, 2)), np.ones((1, 2)), metric, **kwargs) if metric not in _DATA_DEPENDENT else None
+    if metric in _TRICK_METRICS or metric in _DATA_DEPENDENT:
+        return metric, kwargs
+    try:  # fail before the pass on an unknown name or option
+        cdist(np.zeros((1, 2)), np.ones((1, 2)), metric, **kwargs)
     except (ValueError, TypeError) as error:
         raise ValueError(f"metric {metric!r} is not usable by scipy.spatial.distance.cdist: {error}") from error
     return metric, kwargs
@@ -277,10 +279,10 @@ def _compute(training, synthetic, sample_dim, metric, metric_kwargs, block_size,
     x, y, xda, yda = _prepare(training, synthetic, sample_dim)
     n, m = x.shape[0], y.shape[0]
     # Fail before the expensive pass when a standard error cannot be formed.
-    if want_g:
-        _mean_se(np.zeros(n), "training", "G") if n < 2 else None
-    if want_s:
-        _mean_se(np.zeros(m), "synthetic", "S") if m < 2 else None
+    if want_g and n < 2:
+        _mean_se(np.zeros(n), "training", "G")  # raises
+    if want_s and m < 2:
+        _mean_se(np.zeros(m), "synthetic", "S")  # raises
     dx, ix, dy, iy = _nearest(x, y, metric, kwargs, block)
 
     distance_text = f"{metric_name} distance between flattened samples ({x.shape[1]} features)"
