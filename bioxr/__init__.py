@@ -16,6 +16,7 @@ them. Topic modules hold the pure functions:
 - :mod:`bioxr.bootstrap`: subject bootstrap by sufficient statistics;
 - :mod:`bioxr.design`: the Micheals-Boult study of which sample design the data follow;
 - :mod:`bioxr.generative`: specificity and generalisation of a generative model;
+- :mod:`bioxr.demographics`: FNMR differentials across groups (bootstrap F test, margin of error, FDR, GARBE);
 - :mod:`bioxr.plot` (Altair charts), :mod:`bioxr.widgets` (ipywidgets
   explorers), :mod:`bioxr.report` (templates into HTML reports) and
   :mod:`bioxr.io` load on first use, so ``import bioxr`` stays light.
@@ -23,7 +24,7 @@ them. Topic modules hold the pure functions:
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import accessor, bootstrap, correlation, cube, design, gallery, generative, identification, intervals, outcomes, simulate, verification
+from . import accessor, bootstrap, correlation, cube, demographics, design, gallery, generative, identification, intervals, outcomes, simulate, verification
 from .cube import ScoreCubeError, score_cube, validate_score_cube
 
 try:
@@ -37,6 +38,7 @@ __all__ = [
     "bootstrap",
     "correlation",
     "cube",
+    "demographics",
     "design",
     "gallery",
     "generative",

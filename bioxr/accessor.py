@@ -12,6 +12,7 @@ import xarray as xr
 
 from . import bootstrap as _bootstrap
 from . import correlation as _correlation
+from . import demographics as _demographics
 from . import design as _design
 from . import gallery as _gallery
 from . import generative as _generative
@@ -242,6 +243,32 @@ class BioAccessor:
             self._obj, synthetic, sample_dim=sample_dim, metric=metric, metric_kwargs=metric_kwargs,
             block_size=block_size,
         )
+
+    def group_counts(self, threshold, *, by: str = "subject", group: str = "group", dim=None) -> xr.Dataset:
+        """Per-individual errors and attempts with each one's group; see :func:`bioxr.demographics.group_counts`."""
+        return _demographics.group_counts(self._obj, threshold, by=by, group=group, dim=dim)
+
+    def differential_test(
+        self, *, group: str = "group", n_replicates: int = 2000, seed=0, dim: str = "individual"
+    ) -> xr.Dataset:
+        """Bootstrap test of equal FNMR across groups; see :func:`bioxr.demographics.differential_test`."""
+        return _demographics.differential_test(self._obj, group=group, n_replicates=n_replicates, seed=seed, dim=dim)
+
+    def margin_of_error(
+        self, *, group: str = "group", level: float = 0.95, n_replicates: int = 2000, seed=0, dim: str = "individual"
+    ) -> xr.Dataset:
+        """Margin of error of group FNMRs around the pooled FNMR; see :func:`bioxr.demographics.margin_of_error`."""
+        return _demographics.margin_of_error(
+            self._obj, group=group, level=level, n_replicates=n_replicates, seed=seed, dim=dim
+        )
+
+    def gini(self, *, dim: str = "group") -> xr.DataArray:
+        """Gini coefficient of group rates; see :func:`bioxr.demographics.gini`."""
+        return _demographics.gini(self._obj, dim=dim)
+
+    def max_min_ratio(self, *, dim: str = "group") -> xr.Dataset:
+        """Highest over lowest group rate; see :func:`bioxr.demographics.max_min_ratio`."""
+        return _demographics.max_min_ratio(self._obj, dim=dim)
 
     def best_per_subject(self) -> xr.DataArray:
         """Multi-template cube; see :func:`bioxr.gallery.best_per_subject`."""

@@ -104,7 +104,7 @@ def test_accessor_init_does_not_validate_methods_do():
 
 TOPIC_MODULES = [verification, outcomes] + [
     getattr(bioxr, name)
-    for name in ("identification", "gallery", "correlation", "intervals", "bootstrap", "design", "generative")
+    for name in ("identification", "gallery", "correlation", "intervals", "bootstrap", "design", "generative", "demographics")
     if hasattr(bioxr, name)
 ]
 
