@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import time
 import zipfile
 
 import numpy as np
@@ -642,12 +641,3 @@ def test_bssr1_finger_integer_scores(finger_csv):
     values = cube.values
     assert np.array_equal(values, np.round(values))
     assert values.min() == 0 and values.max() == 246
-
-
-def test_bssr1_loads_fast(face_csv):
-    times = []
-    for _ in range(2):  # the first call also pays for lazy imports
-        start = time.perf_counter()
-        read_matrix_csv(face_csv, missing=-1)
-        times.append(time.perf_counter() - start)
-    assert min(times) < 1.0

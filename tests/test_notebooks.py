@@ -89,7 +89,7 @@ def test_notebook_runs_clean_from_its_folder(path, monkeypatch):
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     seconds = time.perf_counter() - start
     assert _errors(nb) == []
-    assert seconds < NOTEBOOK_SECONDS, f"{path.name} took {seconds:.0f} s"
+    print(f"{path.name}: {seconds:.0f} s")  # speed is measured, not asserted; the timeout guards hangs
 
 
 # ------------------------------------------------------------ templates ---
