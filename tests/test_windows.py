@@ -156,3 +156,22 @@ def test_lazy_cube_streams_through_the_window_path_and_matches_memory(small_wind
     bad[0, 0, 0, 0] = np.inf
     with pytest.raises(bioxr.ScoreCubeError, match="infinite"):
         verification.eer(bad, method="nearest")
+
+
+def test_rocch_window_is_certified_against_hull_vertices_below_it(small_windows):
+    """Mated scores in two clumps dent the curve, so the hull's crossing segment reaches
+    below the window; only the bounds on the points below it (edges and phantom corners)
+    make the window path return the whole curve's ROCCH EER. Without them this case is off."""
+    from bioxr.eer import eer_point
+
+    rng = np.random.default_rng(5)
+    n_probes, n_refs = 400, 200
+    s = rng.standard_normal((n_probes, n_refs))
+    subj = rng.integers(0, n_refs, n_probes)
+    k = rng.random(n_probes)
+    shift = np.where(k < rng.uniform(0.3, 0.7), rng.uniform(2.5, 5), rng.uniform(-0.5, 1.5))
+    s[np.arange(n_probes), subj] = rng.standard_normal(n_probes) * rng.uniform(0.1, 1) + shift
+    cube = score_cube(s, subject=subj, reference_subject=np.arange(n_refs))
+    fmr, fnmr, _ = _curve(cube)
+    expected = eer_point(fmr, fnmr, "rocch")[0]
+    assert verification.eer(cube, method="rocch").eer.item() == pytest.approx(expected, abs=1e-12)
