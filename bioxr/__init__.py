@@ -5,6 +5,7 @@ plain xarray objects; ``import bioxr`` registers the ``.bio`` accessor on
 them. Topic modules hold the pure functions:
 
 - :mod:`bioxr.cube`: the score cube, its constructor and validation;
+- :mod:`bioxr.comparisons`: the comparison list (the sparse form), from arrays and frames;
 - :mod:`bioxr.io`: readers and writers of score files;
 - :mod:`bioxr.simulate`: seeded simulators;
 - :mod:`bioxr.verification`: FMR, FNMR, DET/ROC curves, EER;
@@ -12,6 +13,7 @@ them. Topic modules hold the pure functions:
 - :mod:`bioxr.identification`: CMC, rank-k rates, open-set DIR/FPIR;
 - :mod:`bioxr.gallery`: all-against-all, single- and multi-template;
 - :mod:`bioxr.intervals`: Wilson, Clopper-Pearson, Jeffreys, rule of three;
+- :mod:`bioxr.failures`: failures to enrol and acquire (FTE, FTA) and the failure policies;
 - :mod:`bioxr.correlation`: intra-class correlation and design-aware FNMR intervals;
 - :mod:`bioxr.bootstrap`: subject bootstrap by sufficient statistics;
 - :mod:`bioxr.design`: the Micheals-Boult study of which sample design the data follow;
@@ -24,7 +26,8 @@ them. Topic modules hold the pure functions:
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import accessor, bootstrap, correlation, cube, demographics, design, gallery, generative, identification, intervals, outcomes, simulate, verification
+from . import accessor, bootstrap, comparisons, correlation, cube, demographics, design, failures, gallery, generative, identification, intervals, outcomes, simulate, verification
+from .comparisons import comparison_list, from_frame, from_scores, to_comparisons, to_cube
 from .cube import ScoreCubeError, score_cube, validate_score_cube
 
 try:
@@ -35,11 +38,18 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 __all__ = [
     "ScoreCubeError",
     "accessor",
+    "comparison_list",
+    "comparisons",
+    "from_frame",
+    "from_scores",
+    "to_comparisons",
+    "to_cube",
     "bootstrap",
     "correlation",
     "cube",
     "demographics",
     "design",
+    "failures",
     "gallery",
     "generative",
     "identification",

@@ -11,9 +11,11 @@ from __future__ import annotations
 import xarray as xr
 
 from . import bootstrap as _bootstrap
+from . import comparisons as _comparisons
 from . import correlation as _correlation
 from . import demographics as _demographics
 from . import design as _design
+from . import failures as _failures
 from . import gallery as _gallery
 from . import generative as _generative
 from . import identification as _identification
@@ -38,37 +40,49 @@ class BioAccessor:
     def __init__(self, obj):
         self._obj = obj
 
-    def error_rates(self, threshold, *, dim=None) -> xr.Dataset:
+    def to_comparisons(self) -> xr.Dataset:
+        """The compared cells of a score cube as a comparison list; see :func:`bioxr.comparisons.to_comparisons`."""
+        return _comparisons.to_comparisons(self._obj)
+
+    def to_cube(self) -> xr.DataArray:
+        """A dense score cube from a comparison list; see :func:`bioxr.comparisons.to_cube`."""
+        return _comparisons.to_cube(self._obj)
+
+    def failure_rates(self, *, level: float = 0.95, method: str = "wilson") -> xr.Dataset:
+        """FTE and FTA with intervals; see :func:`bioxr.failures.failure_rates`."""
+        return _failures.failure_rates(self._obj, level=level, method=method)
+
+    def error_rates(self, threshold, *, dim=None, failure_policy: str = "exclude") -> xr.Dataset:
         """FMR and FNMR with counts at thresholds; see :func:`bioxr.verification.error_rates`."""
-        return _verification.error_rates(self._obj, threshold, dim=dim)
+        return _verification.error_rates(self._obj, threshold, dim=dim, failure_policy=failure_policy)
 
-    def fmr(self, threshold, *, dim=None) -> xr.Dataset:
+    def fmr(self, threshold, *, dim=None, failure_policy: str = "exclude") -> xr.Dataset:
         """False match rate at thresholds; see :func:`bioxr.verification.fmr`."""
-        return _verification.fmr(self._obj, threshold, dim=dim)
+        return _verification.fmr(self._obj, threshold, dim=dim, failure_policy=failure_policy)
 
-    def fnmr(self, threshold, *, dim=None) -> xr.Dataset:
+    def fnmr(self, threshold, *, dim=None, failure_policy: str = "exclude") -> xr.Dataset:
         """False non-match rate at thresholds; see :func:`bioxr.verification.fnmr`."""
-        return _verification.fnmr(self._obj, threshold, dim=dim)
+        return _verification.fnmr(self._obj, threshold, dim=dim, failure_policy=failure_policy)
 
-    def det_curve(self, *, dim=None, points: str = "corners") -> xr.Dataset:
+    def det_curve(self, *, dim=None, points: str = "corners", failure_policy: str = "exclude") -> xr.Dataset:
         """Exact DET curve; see :func:`bioxr.verification.det_curve`."""
-        return _verification.det_curve(self._obj, dim=dim, points=points)
+        return _verification.det_curve(self._obj, dim=dim, points=points, failure_policy=failure_policy)
 
-    def roc_curve(self, *, dim=None, points: str = "corners") -> xr.Dataset:
+    def roc_curve(self, *, dim=None, points: str = "corners", failure_policy: str = "exclude") -> xr.Dataset:
         """Exact ROC curve; see :func:`bioxr.verification.roc_curve`."""
-        return _verification.roc_curve(self._obj, dim=dim, points=points)
+        return _verification.roc_curve(self._obj, dim=dim, points=points, failure_policy=failure_policy)
 
-    def eer(self, *, dim=None, method: str = "rocch") -> xr.Dataset:
+    def eer(self, *, dim=None, method: str = "rocch", failure_policy: str = "exclude") -> xr.Dataset:
         """Equal error rate by a stated convention; see :func:`bioxr.verification.eer`."""
-        return _verification.eer(self._obj, dim=dim, method=method)
+        return _verification.eer(self._obj, dim=dim, method=method, failure_policy=failure_policy)
 
-    def fnmr_at_fmr(self, fmr, *, dim=None) -> xr.Dataset:
+    def fnmr_at_fmr(self, fmr, *, dim=None, failure_policy: str = "exclude") -> xr.Dataset:
         """FNMR at FMR targets, exact; see :func:`bioxr.verification.fnmr_at_fmr`."""
-        return _verification.fnmr_at_fmr(self._obj, fmr, dim=dim)
+        return _verification.fnmr_at_fmr(self._obj, fmr, dim=dim, failure_policy=failure_policy)
 
-    def fmr_at_fnmr(self, fnmr, *, dim=None) -> xr.Dataset:
+    def fmr_at_fnmr(self, fnmr, *, dim=None, failure_policy: str = "exclude") -> xr.Dataset:
         """FMR at FNMR targets, exact; see :func:`bioxr.verification.fmr_at_fnmr`."""
-        return _verification.fmr_at_fnmr(self._obj, fnmr, dim=dim)
+        return _verification.fmr_at_fnmr(self._obj, fnmr, dim=dim, failure_policy=failure_policy)
 
     def outcomes(self, *, ranks_only: bool = False) -> xr.Dataset:
         """Per-probe outcome cube with Annex F ranks; see :func:`bioxr.outcomes.outcomes`."""
@@ -90,9 +104,9 @@ class BioAccessor:
         """DIR against FPIR at every threshold; see :func:`bioxr.identification.open_set_curve`."""
         return _identification.open_set_curve(self._obj, rank=rank, dim=dim, impostors=impostors)
 
-    def attempt_counts(self, threshold, *, by: str = "subject", dim=None) -> xr.Dataset:
+    def attempt_counts(self, threshold, *, by: str = "subject", dim=None, failure_policy: str = "exclude") -> xr.Dataset:
         """Per-individual errors and attempts; see :func:`bioxr.correlation.attempt_counts`."""
-        return _correlation.attempt_counts(self._obj, threshold, by=by, dim=dim)
+        return _correlation.attempt_counts(self._obj, threshold, by=by, dim=dim, failure_policy=failure_policy)
 
     def fnmr_interval(
         self, threshold, *, by: str = "subject", method: str = "wilson", level: float = 0.95, design: str = "icc", dim=None
@@ -124,11 +138,12 @@ class BioAccessor:
         unit: str = "subject",
         two_level: bool = False,
         progress: bool = False,
+        failure_policy: str = "exclude",
     ) -> xr.Dataset:
         """Subject-bootstrap bands of FMR and FNMR; see :func:`bioxr.bootstrap.bootstrap_curve`."""
         return _bootstrap.bootstrap_curve(
             self._obj, thresholds=thresholds, n_replicates=n_replicates, level=level, seed=seed, unit=unit,
-            two_level=two_level, progress=progress,
+            two_level=two_level, progress=progress, failure_policy=failure_policy,
         )
 
     def fnmr_at_fmr_interval(
@@ -142,11 +157,12 @@ class BioAccessor:
         unit: str = "subject",
         two_level: bool = False,
         progress: bool = False,
+        failure_policy: str = "exclude",
     ) -> xr.Dataset:
         """Bootstrap interval of FNMR at FMR targets; see :func:`bioxr.bootstrap.fnmr_at_fmr_interval`."""
         return _bootstrap.fnmr_at_fmr_interval(
             self._obj, fmr, thresholds=thresholds, n_replicates=n_replicates, level=level, seed=seed, unit=unit,
-            two_level=two_level, progress=progress,
+            two_level=two_level, progress=progress, failure_policy=failure_policy,
         )
 
     def eer_interval(
@@ -160,11 +176,12 @@ class BioAccessor:
         unit: str = "subject",
         two_level: bool = False,
         progress: bool = False,
+        failure_policy: str = "exclude",
     ) -> xr.Dataset:
         """The EER with a subject-bootstrap interval; see :func:`bioxr.bootstrap.eer_interval`."""
         return _bootstrap.eer_interval(
             self._obj, method=method, thresholds=thresholds, n_replicates=n_replicates, level=level, seed=seed,
-            unit=unit, two_level=two_level, progress=progress,
+            unit=unit, two_level=two_level, progress=progress, failure_policy=failure_policy,
         )
 
     def cmc_interval(

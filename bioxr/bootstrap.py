@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .cube import compared_mask, mated_mask, probe_dims, score_kind, validate_score_cube
+from ._core import check_level, check_replicates, check_targets, flat_comparisons, tie_share
 from .simulate import _entropy, _rng
 
 __all__ = ["subject_draws", "bootstrap_replicates", "bootstrap_curve", "fnmr_at_fmr_interval", "eer_interval", "bootstrap_rate_interval", "cmc_interval", "open_set_interval"]
@@ -60,7 +60,11 @@ def _counts(draws: np.ndarray, n_units: int) -> np.ndarray:
 
 
 def _default_grid(mated: np.ndarray, nonmated: np.ndarray, size: int = 200) -> np.ndarray:
-    """Every distinct score if few, else mated quantiles and log-spaced non-mated tail quantiles."""
+    """Every distinct score if few, else mated quantiles and log-spaced non-mated tail quantiles.
+
+    Failed comparisons (scores of -inf) are never grid points.
+    """
+    mated, nonmated = mated[np.isfinite(mated)], nonmated[np.isfinite(nonmated)]
     scores = np.unique(np.concatenate([mated, nonmated]))
     if scores.size <= 4 * size:
         return scores
@@ -70,56 +74,19 @@ def _default_grid(mated: np.ndarray, nonmated: np.ndarray, size: int = 200) -> n
     return np.unique(np.concatenate([q_m, q_n]))
 
 
-def _cells_from_cube(cube: xr.DataArray, unit: str):
-    """Mated and non-mated comparisons of a score cube as flat arrays."""
-    validate_score_cube(cube)
-    if unit != "subject":
-        raise ValueError("only unit='subject' is supported: subjects are what both sides share.")
-    order = (*probe_dims(cube), "reference")
-    cube = cube.transpose(*order)
-    values = np.asarray(cube.values, dtype=float).reshape(-1, cube.sizes["reference"])
-    template = cube.isel(reference=0, drop=True)
-    probe_unit = np.asarray(cube["subject"].broadcast_like(template).transpose(*order[:-1]).values).ravel()
-    ref_unit = np.asarray(cube["reference_subject"].values)
-    mated = mated_mask(cube).broadcast_like(cube).transpose(*order).values.reshape(values.shape)
-    compared = compared_mask(cube).broadcast_like(cube).transpose(*order).values.reshape(values.shape)
-    rows, cols = np.nonzero(compared)
-    return values[rows, cols], probe_unit[rows], ref_unit[cols], mated[rows, cols], score_kind(cube)
-
-
-def _cells_from_comparisons(ds: xr.Dataset):
-    """A comparison list: a Dataset over ``comparison`` with score, subject, reference_subject."""
-    needed = {"score", "subject", "reference_subject"}
-    missing = needed - set(ds.variables)
-    if missing or "comparison" not in ds.dims:
-        raise ValueError(
-            f"a comparison list is a Dataset over a 'comparison' dimension with variables {sorted(needed)}; "
-            f"this one lacks {sorted(missing) or ['the comparison dimension']}."
-        )
-    score = np.asarray(ds["score"].values, dtype=float)
-    if np.isinf(score).any():
-        raise ValueError("the comparison list holds infinite scores; use NaN for 'not compared'.")
-    keep = ~np.isnan(score)
-    p = np.asarray(ds["subject"].values)[keep]
-    r = np.asarray(ds["reference_subject"].values)[keep]
-    kind = ds.attrs.get("score_kind", ds["score"].attrs.get("score_kind", "similarity"))
-    if kind not in ("similarity", "distance"):
-        raise ValueError(f"score_kind {kind!r} must be 'similarity' or 'distance'.")
-    return score[keep], p, r, p == r, kind
-
-
 class _Stats:
     """Per-unit sufficient statistics at a threshold grid."""
 
-    def __init__(self, data, thresholds, unit: str):
-        if isinstance(data, xr.DataArray):
-            scores, p_unit, r_unit, mated, self.kind = _cells_from_cube(data, unit)
-        elif isinstance(data, xr.Dataset):
-            scores, p_unit, r_unit, mated, self.kind = _cells_from_comparisons(data)
-        else:
-            raise TypeError(f"expected a score cube or a comparison list, got {type(data).__name__}.")
+    def __init__(self, data, thresholds, unit: str, failure_policy: str = "exclude"):
+        if unit != "subject":
+            raise ValueError("only unit='subject' is supported: subjects are what both sides share.")
+        if failure_policy == "iso":
+            raise ValueError("failure_policy='iso' has no subject-bootstrap interval here: the generalized rates "
+                             "mix per-unit failure rates with per-comparison rates. Use 'nist' (failures count as "
+                             "false non-matches) or 'exclude'.")
+        scores, p_unit, r_unit, mated, self.kind = flat_comparisons(data, failure_policy=failure_policy)
         sign = -1.0 if self.kind == "distance" else 1.0  # similarity orientation
-        codes, self.units = pd.factorize(np.concatenate([p_unit, r_unit]))
+        codes, self.units = pd.factorize(np.concatenate([p_unit, r_unit]), sort=True)  # order of data is no matter
         pu, ru = codes[: p_unit.size], codes[p_unit.size :]
         self.n_units = len(self.units)
         m_scores, m_unit = sign * scores[mated], pu[mated]
@@ -198,6 +165,7 @@ def bootstrap_replicates(
     unit: str = "subject",
     two_level: bool = False,
     progress: bool = False,
+    failure_policy: str = "exclude",
 ) -> xr.Dataset:
     """FMR and FNMR of every bootstrap replicate at a grid of thresholds.
 
@@ -220,6 +188,10 @@ def bootstrap_replicates(
         Also resample each drawn subject's mated attempts.
     progress : bool, keyword-only
         Show a progress bar (tqdm: a widget in notebooks).
+    failure_policy : {"exclude", "nist"}, keyword-only
+        How failed enrolments and acquisitions count: left out, or (NIST)
+        as comparisons never accepted, so a mated one is an error at every
+        threshold; they are resampled with their subjects.
 
     Returns
     -------
@@ -235,9 +207,8 @@ def bootstrap_replicates(
     >>> reps.fnmr.dims
     ('replicate', 'threshold')
     """
-    if n_replicates < 1:
-        raise ValueError("n_replicates must be at least 1.")
-    stats = _Stats(cube, thresholds, unit)
+    n_replicates = check_replicates(n_replicates, minimum=1)
+    stats = _Stats(cube, thresholds, unit, failure_policy)
     root = _entropy(seed)
     draws = subject_draws(stats.n_units, n_replicates, seed=root)
     weights = _counts(draws, stats.n_units)
@@ -274,6 +245,7 @@ def bootstrap_replicates(
             "n_units": stats.n_units,
             "impostor_weights": "w_a * w_c for probe subject a and reference subject c",
             "score_kind": stats.kind,
+            "failure_policy": failure_policy,
         },
     )
     return ds
@@ -290,7 +262,7 @@ def _progress_bar(total: int, wanted: bool):
 
 
 def _percentile_bounds(rep: xr.DataArray, level: float) -> xr.DataArray:
-    alpha = (1 - level) / 2
+    alpha = (1 - check_level(level)) / 2
     q = rep.quantile([alpha, 1 - alpha], dim="replicate", skipna=True)
     q = q.rename(quantile="bound").assign_coords(bound=["lower", "upper"])
     return q.transpose(*[d for d in q.dims if d != "bound"], "bound")
@@ -306,6 +278,7 @@ def bootstrap_curve(
     unit: str = "subject",
     two_level: bool = False,
     progress: bool = False,
+    failure_policy: str = "exclude",
 ) -> xr.Dataset:
     """FMR and FNMR with percentile bootstrap intervals at a grid of thresholds.
 
@@ -328,7 +301,8 @@ def bootstrap_curve(
     True
     """
     reps = bootstrap_replicates(
-        cube, thresholds=thresholds, n_replicates=n_replicates, seed=seed, unit=unit, two_level=two_level, progress=progress
+        cube, thresholds=thresholds, n_replicates=n_replicates, seed=seed, unit=unit, two_level=two_level, progress=progress,
+        failure_policy=failure_policy,
     )
     out = xr.Dataset(
         {
@@ -353,6 +327,7 @@ def fnmr_at_fmr_interval(
     unit: str = "subject",
     two_level: bool = False,
     progress: bool = False,
+    failure_policy: str = "exclude",
 ) -> xr.Dataset:
     """Percentile bootstrap interval of FNMR at FMR targets (a vertical DET band).
 
@@ -374,9 +349,11 @@ def fnmr_at_fmr_interval(
     >>> res.fnmr_interval.dims
     ('fmr_target', 'bound')
     """
-    targets = np.atleast_1d(np.asarray(fmr, dtype=float))
+    check_level(level)
+    targets = check_targets(fmr, "fmr")
     reps = bootstrap_replicates(
-        cube, thresholds=thresholds, n_replicates=n_replicates, seed=seed, unit=unit, two_level=two_level, progress=progress
+        cube, thresholds=thresholds, n_replicates=n_replicates, seed=seed, unit=unit, two_level=two_level, progress=progress,
+        failure_policy=failure_policy,
     )
     similarity = reps.attrs["score_kind"] == "similarity"
     # order grid points from lenient to strict
@@ -452,12 +429,12 @@ def bootstrap_rate_interval(
     e = errors.transpose(dim, *other)
     m = attempts.transpose(dim, *other)
     n = e.sizes[dim]
-    w = _counts(subject_draws(n, n_replicates, seed=seed), n)  # (B, n)
+    w = _counts(subject_draws(n, check_replicates(n_replicates), seed=seed), n)  # (B, n)
     flat_e = np.asarray(e.values, dtype=np.float32).reshape(n, -1)
     flat_m = np.asarray(m.values, dtype=np.float32).reshape(n, -1)
     with np.errstate(invalid="ignore", divide="ignore"):
         reps = (w @ flat_e).astype(np.float64) / (w @ flat_m).astype(np.float64)  # (B, rest)
-        alpha = (1 - level) / 2
+        alpha = (1 - check_level(level)) / 2
         bounds = np.nanquantile(reps, [alpha, 1 - alpha], axis=0)  # (2, rest)
         rate = flat_e.sum(axis=0, dtype=np.float64) / flat_m.sum(axis=0, dtype=np.float64)
     shape = tuple(e.sizes[d] for d in other)
@@ -487,6 +464,7 @@ def eer_interval(
     unit: str = "subject",
     two_level: bool = False,
     progress: bool = False,
+    failure_policy: str = "exclude",
 ) -> xr.Dataset:
     """The EER with a percentile subject-bootstrap interval.
 
@@ -514,8 +492,13 @@ def eer_interval(
     from . import eer as _eer
     from .verification import eer as exact_eer
 
+    check_level(level)
+    if method not in _eer.METHODS:
+        raise ValueError(f"method={method!r}; choose one of {_eer.METHODS}.")
+
     reps = bootstrap_replicates(
-        cube, thresholds=thresholds, n_replicates=n_replicates, seed=seed, unit=unit, two_level=two_level, progress=progress
+        cube, thresholds=thresholds, n_replicates=n_replicates, seed=seed, unit=unit, two_level=two_level, progress=progress,
+        failure_policy=failure_policy,
     )
     similarity = reps.attrs["score_kind"] == "similarity"
     fm = reps.fmr.values if similarity else reps.fmr.values[:, ::-1]
@@ -526,7 +509,7 @@ def eer_interval(
         x = np.concatenate([[1.0], fm[r], [0.0]])
         y = np.concatenate([[0.0], fn[r], [1.0]])
         values[r] = _eer.eer_point(x, y, method)[0]
-    point = exact_eer(cube, method=method)
+    point = exact_eer(cube, method=method, failure_policy=failure_policy)
     rep = xr.DataArray(values, dims="replicate")
     return xr.Dataset(
         {"eer": point.eer, "eer_interval": _percentile_bounds(rep, level)},
@@ -537,7 +520,7 @@ def eer_interval(
 
 def _per_subject(values: np.ndarray, subjects: np.ndarray, weights=None):
     """Sum rows of ``values`` (probe, ...) per subject: (individual, ...) and the subject labels."""
-    codes, labels = pd.factorize(subjects)
+    codes, labels = pd.factorize(subjects, sort=True)  # the order of the data is no matter
     out = np.zeros((len(labels), *values.shape[1:]))
     np.add.at(out, codes, values)
     return out, labels
@@ -582,7 +565,7 @@ def cmc_interval(
     hi = np.asarray(ds["mated_rank_max"].values, dtype=float).ravel()
     subj = np.asarray(ds["subject"].broadcast_like(ds["mated_rank_min"]).values).ravel()
     valid = ~np.isnan(lo)
-    share = np.clip((ranks[None, :] - lo[valid, None] + 1) / (hi[valid, None] - lo[valid, None] + 1), 0.0, 1.0)
+    share = tie_share(lo[valid, None], hi[valid, None], ranks[None, :])
     found, labels = _per_subject(share, subj[valid])
     searches, _ = _per_subject(np.ones(valid.sum()), subj[valid])
     found_da = xr.DataArray(found, dims=("individual", "rank"), coords={"rank": ranks})
@@ -596,6 +579,7 @@ def cmc_interval(
             "n_subjects": len(labels),
         },
         attrs={**boot.attrs, "tie_rule": curve.attrs["tie_rule"], "seed": str(seed),
+               **{k: curve.attrs[k] for k in ("candidate_list_length", "rank_unit") if k in curve.attrs},
                "interval": "percentile, pointwise in rank, subjects resampled with all their searches"},
     )
 
@@ -630,7 +614,7 @@ def open_set_interval(
     >>> res.fpir_interval.dims
     ('threshold', 'bound')
     """
-    from .identification import _impostor_scores, _outcome_cube, _Probes, _share_at_or_below, open_set_rates
+    from .identification import _impostor_scores, _outcome_cube, _Probes, open_set_rates
 
     ds = _outcome_cube(obj, ranks_only=False)
     rates = open_set_rates(ds, np.atleast_1d(threshold), rank=rank, impostors=impostors)
@@ -640,7 +624,7 @@ def open_set_interval(
     subj = np.asarray(ds["subject"].broadcast_like(ds["mated_rank_min"]).values).ravel()
     t = rates["threshold"].values
     sign = -1.0 if ds.attrs.get("score_kind", "similarity") == "distance" else 1.0
-    weight = _share_at_or_below(probes.arrays["mated_rank_min"][0], probes.arrays["mated_rank_max"][0], rank)
+    weight = tie_share(probes.arrays["mated_rank_min"][0], probes.arrays["mated_rank_max"][0], rank)
     with np.errstate(invalid="ignore"):
         hit = (sign * probes.arrays["mated_score"][0][:, None] >= sign * t) * weight[:, None]
         alarm = (sign * probes.arrays["nonmated_best"][0][:, None] >= sign * t).astype(float)

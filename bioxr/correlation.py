@@ -45,8 +45,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .counting import CellIndex
-from .cube import REFERENCE, label_codes, probe_dims, reduce_dims, score_kind, validate_score_cube
+from .cube import REFERENCE
 from .intervals import INTERVAL_METHODS, binomial_interval
 from .simulate import _entropy, _rng
 
@@ -73,13 +72,16 @@ _UNDEFINED_RHO = (
 )
 
 
-def attempt_counts(cube: xr.DataArray, threshold, *, by: Hashable = "subject", dim=None) -> xr.Dataset:
+def attempt_counts(
+    cube: xr.DataArray, threshold, *, by: Hashable = "subject", dim=None, failure_policy: str = "exclude"
+) -> xr.Dataset:
     """Mated attempts and false non-matches of each individual at thresholds.
 
     Parameters
     ----------
-    cube : xarray.DataArray
-        A score cube, dims ``(*probe_dims, "reference")``.
+    cube : xarray.DataArray or xarray.Dataset
+        A score cube, dims ``(*probe_dims, "reference")``, or a comparison
+        list (``by`` is then a coordinate on ``comparison``).
     threshold : float or array_like
         Decision threshold(s). A similarity score ``s < t`` is a false
         non-match, a distance ``d > t`` is one. A sequence becomes the
@@ -90,6 +92,8 @@ def attempt_counts(cube: xr.DataArray, threshold, *, by: Hashable = "subject", d
     dim : str, sequence of str or None, keyword-only
         Probe dimensions to pool over (default all); the others are kept.
         ``by`` must lie on pooled dims only.
+    failure_policy : {"exclude", "nist"}, keyword-only
+        ``"nist"``: a failed mated comparison is an attempt and an error.
 
     Returns
     -------
@@ -119,67 +123,71 @@ def attempt_counts(cube: xr.DataArray, threshold, *, by: Hashable = "subject", d
     >>> int(counts.errors.sum()) == int(bioxr.verification.fnmr(cube, 2.0).false_nonmatches)
     True
     """
-    validate_score_cube(cube)
-    kind = score_kind(cube)
+    from ._core import Grouped
+
     t = np.atleast_1d(np.asarray(threshold, dtype=float))
     if t.ndim != 1 or np.isnan(t).any():
         raise ValueError("threshold must be a number or a 1-D sequence of numbers (no NaN).")
-    pdims = probe_dims(cube)
-    reduced = reduce_dims(cube, dim, default=pdims)
-    kept = tuple(d for d in pdims if d not in reduced)
-    if by not in cube.coords:
+    groups = Grouped(cube, dim, failure_policy=failure_policy)
+    groups.require_subjects("attempt counts per individual")
+    kind = groups.kind
+    if by not in cube.coords and (not isinstance(cube, xr.Dataset) or by not in cube.variables):
         raise ValueError(
-            f"by={by!r} is not a coordinate of the cube; its coordinates are {sorted(map(str, cube.coords))}. "
-            "Name the coordinate that identifies each individual (on the probe dims)."
+            f"by={by!r} is not a coordinate of the data; its coordinates are {sorted(map(str, cube.coords))}. "
+            "Name the coordinate that identifies each individual (on the probe side)."
         )
-    label = cube[by]
-    if REFERENCE in label.dims:
-        raise ValueError(f"by={by!r} lies on 'reference'; it must label probes.")
-    if set(label.dims) & set(kept):
-        raise ValueError(
-            f"by={by!r} varies along the kept dims {sorted(set(label.dims) & set(kept))}: an individual's "
-            "attempts must be pooled. Add those dims to dim=, or select first."
-        )
-    order = (*kept, *reduced, REFERENCE)
-    cube = cube.transpose(*order)
-    kept_shape = tuple(cube.sizes[d] for d in kept)
-    n_groups = int(np.prod(kept_shape)) if kept else 1
-    n_ref = cube.sizes[REFERENCE]
-
-    # individuals: the by labels of one group's probes (the same in every group)
-    template = cube.isel({REFERENCE: 0}, drop=True).isel({d: 0 for d in kept}, drop=True)
-    labels = np.asarray(label.broadcast_like(template).transpose(*reduced).values).ravel()
+    if groups.form == "cube":
+        label = cube[by]
+        if REFERENCE in label.dims:
+            raise ValueError(f"by={by!r} lies on 'reference'; it must label probes.")
+        if set(label.dims) & set(groups.kept):
+            raise ValueError(
+                f"by={by!r} varies along the kept dims {sorted(set(label.dims) & set(groups.kept))}: an individual's "
+                "attempts must be pooled. Add those dims to dim=, or select first."
+            )
+        reduced = tuple(d for d in groups._order[:-1] if d not in groups.kept)
+        template = groups._cube.isel({REFERENCE: 0}, drop=True).isel({d: 0 for d in groups.kept}, drop=True)
+        labels = np.asarray(label.broadcast_like(template).transpose(*reduced).values).ravel()
+    else:
+        if str(by).startswith("reference"):
+            raise ValueError(f"by={by!r} labels references; it must label probes.")
+        labels = np.asarray(cube[by].values)
     codes, uniques = pd.factorize(labels, sort=True, use_na_sentinel=True)
     if (codes < 0).any():
         raise ValueError(f"{int((codes < 0).sum())} probe(s) have no {by!r} label; every attempt needs one.")
     n_ind = len(uniques)
-
-    probe_codes, ref_codes, self_cols = label_codes(cube, order[:-1])
-    probe_codes = probe_codes.reshape(n_groups, -1)
-    self_cols = None if self_cols is None else self_cols.reshape(n_groups, -1)
-    data = cube.data.reshape(n_groups, -1, n_ref)
+    n_groups = groups.n_groups
     errors = np.zeros((n_groups, n_ind, t.size), dtype=np.int64)
     attempts = np.zeros((n_groups, n_ind), dtype=np.int64)
     for g in range(n_groups):
-        values = np.asarray(data[g], dtype=float).reshape(-1)
-        index = CellIndex(probe_codes[g], ref_codes, None if self_cols is None else self_cols[g])
-        scores = values[index.mated]
+        values, index = groups.block(g)
+        flat = np.asarray(values, dtype=float).reshape(-1)
+        scores = flat[index.mated]
         valid = ~np.isnan(scores)
-        who = codes[index.mated[valid] // n_ref]
+        if groups.form == "cube":
+            who_all = codes[index.mated // groups.n_ref]
+        else:
+            who_all = _group_codes(groups, codes, g)[index.mated]
+        who = who_all[valid]
         scores = scores[valid]
         attempts[g] = np.bincount(who, minlength=n_ind)
         for k, tk in enumerate(t):
             wrong = scores > tk if kind == "distance" else scores < tk
             errors[g, :, k] = np.bincount(who[wrong], minlength=n_ind)
-
-    coords = {
-        name: coord.variable
-        for name, coord in cube.coords.items()
-        if coord.dims and set(coord.dims) <= set(kept)
-    }
+        if groups.policy == "nist" and groups.has_failures:
+            failed = groups.failed_at(g, index.mated) & ~valid
+            extra = np.bincount(who_all[failed], minlength=n_ind)
+            attempts[g] += extra
+            errors[g] += extra[:, None]
+    kept_shape = groups.kept_shape
+    coords = dict(groups.kept_coords)
     coords[INDIVIDUAL] = np.asarray(uniques)
-    coords.update(_individual_coords(cube, template, reduced, label.dims, codes, n_ind, exclude={by}))
+    if groups.form == "cube":
+        coords.update(_individual_coords(groups._cube, template, reduced, label.dims, codes, n_ind, exclude={by}))
+    else:
+        coords.update(_list_individual_coords(cube, codes, n_ind, exclude={by}))
     coords["threshold"] = ("threshold", t)
+    kept = groups.kept
     ds = xr.Dataset(
         {
             "errors": ((*kept, INDIVIDUAL, "threshold"), errors.reshape(*kept_shape, n_ind, t.size)),
@@ -193,8 +201,32 @@ def attempt_counts(cube: xr.DataArray, threshold, *, by: Hashable = "subject", d
         "by": str(by),
         "score_kind": kind,
         "decision_rule": "false non-match when s < t" if kind == "similarity" else "false non-match when d > t",
+        **groups.policy_attrs(),
     }
     return ds.isel(threshold=0) if np.ndim(threshold) == 0 else ds
+
+
+def _group_codes(groups, codes, g):
+    """Individual codes of the comparisons of group ``g`` of a list, in the group's order."""
+    order, b = groups._list["order"], groups._list["bounds"]
+    return codes if order is None else codes[order[b[g] : b[g + 1]]]
+
+
+def _list_individual_coords(ds, codes, n_ind, *, exclude) -> dict:
+    """Coordinates of a comparison list that are constant within each individual."""
+    from .comparisons import RESERVED
+
+    out = {}
+    firsts = np.unique(codes, return_index=True)[1]
+    for name, coord in ds.coords.items():
+        if name in exclude or name in RESERVED or str(name).startswith("reference") or coord.dims != ("comparison",):
+            continue
+        values = np.asarray(coord.values)
+        frame = pd.DataFrame({"who": codes, "value": values})
+        if (frame.groupby("who")["value"].nunique(dropna=False) > 1).any():
+            continue
+        out[name] = (INDIVIDUAL, values[firsts])
+    return out
 
 
 def icc(counts: xr.Dataset, *, dim: Hashable = INDIVIDUAL) -> xr.Dataset:
@@ -247,7 +279,8 @@ def icc(counts: xr.Dataset, *, dim: Hashable = INDIVIDUAL) -> xr.Dataset:
         rho = (cross / (p * (1 - p) * pairs)).where((p > 0) & (p < 1) & (pairs > 0))
         m0 = (m**2).sum(dim) / big_n
     # rho undefined: m0 == 1 -> no pairs, effect 1; p in {0, 1} -> conservative rho = 1
-    rho_used = xr.where(pairs == 0, 0.0, xr.where(rho.isnull(), 1.0, rho))
+    # a correlation is at most 1; the moment estimator can exceed it with few individuals
+    rho_used = xr.where(pairs == 0, 0.0, xr.where(rho.isnull(), 1.0, np.minimum(rho, 1.0)))
     design_effect = np.maximum(1.0, 1.0 + (m0 - 1.0) * rho_used).where(big_n > 0)
     n_eff = big_n / design_effect
     variance = p * (1 - p) / n_eff

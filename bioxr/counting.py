@@ -159,6 +159,20 @@ class Pool:
         self.n_above = int(n_above)
         self.edges = np.empty(0)
         self.n_edges = np.empty(0, dtype=np.int64)
+        self.failed_mated = 0
+        self.failed_nonmated = 0
+
+    def add_failures(self, n_mated: int, n_nonmated: int) -> "Pool":
+        """Count failed comparisons (failure policy "nist"): never accepted at any threshold.
+
+        A failed mated comparison is a false non-match everywhere; a failed
+        non-mated one is a correct non-match everywhere. Both count in the
+        denominators.
+        """
+        self.failed_mated, self.failed_nonmated = int(n_mated), int(n_nonmated)
+        self.n_mated = int(self.mated.size) + self.failed_mated
+        self.n_nonmated += self.failed_nonmated
+        return self
 
     @property
     def is_full(self) -> bool:
@@ -228,8 +242,8 @@ class Pool:
         return self.n_edges - ge(self.mated) - ge(self.excluded)
 
     def false_nonmatches(self, t) -> np.ndarray:
-        """Mated scores < t."""
-        return np.searchsorted(self.mated, np.asarray(t, dtype=float), side="left")
+        """Mated scores < t, and failed mated comparisons."""
+        return np.searchsorted(self.mated, np.asarray(t, dtype=float), side="left") + self.failed_mated
 
     def _inside(self, a: np.ndarray) -> np.ndarray:
         return a[(a >= self.lo) & (a <= self.hi)]

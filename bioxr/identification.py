@@ -1,9 +1,16 @@
 """Identification: closed-set CMC and rank-k rates, open-set DIR, FNIR and FPIR.
 
-Every function takes either a score cube (a DataArray; its outcome cube is
-computed first) or an outcome cube (a Dataset from
-:func:`bioxr.outcomes.outcomes`), reduces over ``dim`` (default: all probe
-dimensions) and keeps the rest.
+Every function takes a score cube (a DataArray), a comparison list (a
+Dataset over ``comparison``; the outcome cube of either is computed first)
+or an outcome cube (a Dataset from :func:`bioxr.outcomes.outcomes`, or from
+top-L candidate lists by :func:`bioxr.candidates.from_candidates`), reduces
+over ``dim`` (default: all probe dimensions) and keeps the rest.
+
+On the outcome cube of candidate lists the ranks are known up to the list
+length ``L`` only (``attrs["candidate_list_length"]``): the CMC and DIR are
+computed for ranks up to ``L`` (the default ``max_rank``) and a higher
+rank is refused; a mate not in its list counts as not found at any rank.
+Results state ``L`` in their ``attrs``.
 
 Ties follow ISO/IEC 19795-1 Annex F.2 (METHODS.md section 2): a probe whose
 mate ties with other subjects has its rank spread uniformly over
@@ -16,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from .comparisons import is_comparison_list
 from .cube import REFERENCE, reduce_dims
 from .outcomes import outcomes
 
@@ -24,19 +32,45 @@ __all__ = ["cmc_curve", "identification_rate", "open_set_rates", "open_set_curve
 IMPOSTORS = ("non-enrolled", "all")
 
 
+LIST_LENGTH = "candidate_list_length"
+
+
 def _outcome_cube(obj, *, ranks_only: bool) -> xr.Dataset:
-    if isinstance(obj, xr.DataArray):
+    if isinstance(obj, xr.DataArray) or is_comparison_list(obj):
         return outcomes(obj, ranks_only=ranks_only)
     if isinstance(obj, xr.Dataset):
         needed = {"mated_rank_min", "mated_rank_max"} | (set() if ranks_only else {"mated_score", "nonmated_best"})
         missing = needed - set(obj.data_vars)
         if missing:
             raise ValueError(
-                f"the Dataset lacks {sorted(missing)}: pass a score cube or the outcome cube "
-                "from bioxr.outcomes.outcomes(cube)."
+                f"the Dataset lacks {sorted(missing)}: pass a score cube, a comparison list or an outcome "
+                "cube (from bioxr.outcomes.outcomes(cube) or bioxr.candidates.from_candidates(df))."
             )
         return obj
-    raise TypeError(f"expected a score cube (DataArray) or an outcome cube (Dataset), got {type(obj).__name__}.")
+    raise TypeError(
+        f"expected a score cube (DataArray), a comparison list or an outcome cube (Dataset), got {type(obj).__name__}."
+    )
+
+
+def _list_length(attrs) -> int | None:
+    """L of a candidate-list outcome cube (ranks known up to L), or None for a full ranking."""
+    value = attrs.get(LIST_LENGTH)
+    return None if value is None else int(value)
+
+
+def _check_rank(attrs, rank, name: str) -> None:
+    L = _list_length(attrs)
+    if L is not None and rank > L:
+        raise ValueError(
+            f"{name}={rank} is beyond the candidate-list length L={L}: ranks are known up to {L} only (a mate "
+            f"not in its list could be at any rank above {L}), so the rate at rank {rank} is unknown. "
+            f"Ask for {name} <= {L}, or rerun the searches with longer candidate lists."
+        )
+
+
+def _list_attrs(attrs) -> dict:
+    L = _list_length(attrs)
+    return {} if L is None else {LIST_LENGTH: L}
 
 
 class _Probes:
@@ -86,7 +120,8 @@ def cmc_curve(obj, *, dim=None, max_rank: int | None = None) -> xr.Dataset:
         Probe dimensions to pool over (default all); the rest are kept.
     max_rank : int, optional, keyword-only
         Highest rank computed (default: the worst rank any probe's mate
-        can take, beyond which the CMC is 1).
+        can take, beyond which the CMC is 1; for candidate lists, the list
+        length ``L``, and a higher ``max_rank`` is an error).
 
     Returns
     -------
@@ -94,7 +129,8 @@ def cmc_curve(obj, *, dim=None, max_rank: int | None = None) -> xr.Dataset:
         ``cmc`` over ``(*kept, "rank")``: the share of closed-set probes
         whose mate is found at or below each rank; ``n_probes`` (probes
         whose subject is enrolled and was compared) and ``n_excluded``
-        (the others, not counted) over ``kept``. attrs ``tie_rule``.
+        (the others, not counted) over ``kept``. attrs ``tie_rule``,
+        ``rank_unit`` and, for candidate lists, ``candidate_list_length``.
 
     References
     ----------
@@ -116,10 +152,12 @@ def cmc_curve(obj, *, dim=None, max_rank: int | None = None) -> xr.Dataset:
     lo, hi = probes.arrays["mated_rank_min"], probes.arrays["mated_rank_max"]
     valid = ~np.isnan(lo)
     top = int(np.nanmax(hi)) if valid.any() else 1
+    L = _list_length(ds.attrs)
     if max_rank is None:
-        max_rank = max(top, 1)
+        max_rank = max(top, 1) if L is None else L
     if max_rank < 1:
         raise ValueError("max_rank must be at least 1.")
+    _check_rank(ds.attrs, max_rank, "max_rank")
     n_probes = valid.sum(axis=1)
     if (n_probes == 0).any():
         raise ValueError(
@@ -144,7 +182,8 @@ def cmc_curve(obj, *, dim=None, max_rank: int | None = None) -> xr.Dataset:
         },
         attrs={
             "tie_rule": "ISO/IEC 19795-1 Annex F.2: tied ranks spread uniformly (fractional counts)",
-            "rank_unit": "enrolled subjects",
+            "rank_unit": "enrolled subjects" if L is None else "candidate subjects in the list",
+            **_list_attrs(ds.attrs),
         },
     )
     result["cmc"].attrs["long_name"] = "identification rate at or below rank"
@@ -156,7 +195,8 @@ def identification_rate(obj, rank=1, *, dim=None) -> xr.Dataset:
     """Closed-set identification rate at rank ``rank`` (rank-1 by default).
 
     Returns the :func:`cmc_curve` Dataset selected at ``rank`` (an int, or
-    a sequence of ints that stays a ``rank`` dimension).
+    a sequence of ints that stays a ``rank`` dimension). On candidate
+    lists a rank beyond the list length ``L`` is an error.
 
     Examples
     --------
@@ -168,16 +208,33 @@ def identification_rate(obj, rank=1, *, dim=None) -> xr.Dataset:
     ranks = np.atleast_1d(rank).astype(int)
     if (ranks < 1).any():
         raise ValueError("ranks start at 1.")
+    if isinstance(obj, xr.Dataset):
+        _check_rank(obj.attrs, int(ranks.max()), "rank")
     curve = cmc_curve(obj, dim=dim, max_rank=int(ranks.max()))
     return curve.sel(rank=rank)
 
 
 def _impostor_scores(probes: _Probes, impostors: str):
+    """Masks (group, probe) of the mated probes and of the impostor searches.
+
+    On a score cube an impostor search needs a non-mated score; on
+    candidate lists every impostor search counts, an empty list (NaN
+    ``nonmated_best``) as one that returned no candidate.
+    """
     if impostors not in IMPOSTORS:
         raise ValueError(f"impostors={impostors!r}; choose one of {IMPOSTORS}.")
     enrolled = ~np.isnan(probes.arrays["mated_rank_min"])
     top = probes.arrays["nonmated_best"]
-    if impostors == "non-enrolled":
+    L = _list_length(probes.attrs)
+    if L is not None:
+        if impostors == "all" and L < 2:
+            raise ValueError(
+                "impostors='all' needs each mated search's best non-mated score, but with candidate lists of "
+                "length 1 it is unknown wherever the mate is the one candidate. Use impostors='non-enrolled' "
+                "(mark non-enrolled searches with enrolled= in from_candidates), or lists of length 2 or more."
+            )
+        use = ~enrolled if impostors == "non-enrolled" else np.ones_like(enrolled)
+    elif impostors == "non-enrolled":
         use = ~enrolled & ~np.isnan(top)
     else:
         use = ~np.isnan(top)
@@ -199,7 +256,8 @@ def open_set_rates(obj, threshold, *, rank: int = 1, dim=None, impostors: str = 
     threshold : float or array_like
         Thresholds (a ``threshold`` dimension).
     rank : int, keyword-only
-        Candidate-list length ``r``.
+        Candidate-list length ``r``; on candidate lists at most their
+        length ``L``.
     dim : str, sequence of str or None, keyword-only
     impostors : {"non-enrolled", "all"}, keyword-only
         Which probes are impostor searches: those whose subject is not
@@ -207,14 +265,18 @@ def open_set_rates(obj, threshold, *, rank: int = 1, dim=None, impostors: str = 
         (all-against-all, seeds/001: each probe plays once as genuine and
         once as impostor). A subject whose references were never compared
         with the probe (a failed enrolment, NaN) counts as not enrolled
-        for that probe; ``attrs["enrolment"]`` says so.
+        for that probe; ``attrs["enrolment"]`` says so. On candidate
+        lists an impostor search with an empty list counts as returning no
+        candidate, and with ``"all"`` a mated search's top non-mate is the
+        best other subject in its list.
 
     Returns
     -------
     xarray.Dataset
         ``dir``, ``fnir``, ``fpir``, ``detected`` (fractional count),
         ``false_positives`` over ``(*kept, "threshold")``;
-        ``n_mated_probes``, ``n_impostor_probes`` over ``kept``.
+        ``n_mated_probes``, ``n_impostor_probes`` over ``kept``; attrs
+        (for candidate lists also ``candidate_list_length``).
 
     Examples
     --------
@@ -227,6 +289,7 @@ def open_set_rates(obj, threshold, *, rank: int = 1, dim=None, impostors: str = 
     ([1.0, 0.5], [1.0, 0.0])
     """
     ds = _outcome_cube(obj, ranks_only=False)
+    _check_rank(ds.attrs, rank, "rank")
     probes = _Probes(ds, dim, ("mated_rank_min", "mated_rank_max", "mated_score", "nonmated_best"))
     distance = ds.attrs.get("score_kind", "similarity") == "distance"
     t = np.atleast_1d(np.asarray(threshold, dtype=float))
@@ -254,6 +317,7 @@ def open_set_rates(obj, threshold, *, rank: int = 1, dim=None, impostors: str = 
         suffix = np.concatenate([np.cumsum(weight[g][enrolled[g]][order][::-1])[::-1], [0.0]])
         detected[g] = suffix[np.searchsorted(scores, ts, side="left")]
         top = np.sort(sign * probes.arrays["nonmated_best"][g][use[g]])
+        top = top[: np.count_nonzero(~np.isnan(top))]  # an empty candidate list returns no candidate
         false_pos[g] = top.size - np.searchsorted(top, ts, side="left")
     dir_ = detected / n_m[:, None]
     fpir = false_pos / n_i[:, None]
@@ -275,8 +339,11 @@ def open_set_rates(obj, threshold, *, rank: int = 1, dim=None, impostors: str = 
             "tie_rule": "ISO/IEC 19795-1 Annex F.2: tied ranks spread uniformly (fractional counts)",
             "decision_rule": "a candidate is returned when its score is at or beyond the threshold",
             "score_kind": "distance" if distance else "similarity",
+            **_list_attrs(ds.attrs),
         },
     )
+    if LIST_LENGTH in ds.attrs:
+        out.attrs["enrolment"] = ds.attrs.get("enrolment", "from the candidate lists")
     out["dir"].attrs["long_name"] = f"detection and identification rate (rank <= {rank})"
     out["fpir"].attrs["long_name"] = "false positive identification rate"
     return out.isel(threshold=0) if np.ndim(threshold) == 0 else out
@@ -287,7 +354,8 @@ def open_set_curve(obj, *, rank: int = 1, dim=None, impostors: str = "non-enroll
 
     Thresholds are every distinct mated score of a mated probe and top
     score of an impostor search, plus a sentinel at which nothing is
-    returned. See :func:`open_set_rates` for the definitions and
+    returned (a mate not in its candidate list, or an empty list, adds no
+    threshold). See :func:`open_set_rates` for the definitions and
     parameters.
 
     Examples
@@ -299,13 +367,14 @@ def open_set_curve(obj, *, rank: int = 1, dim=None, impostors: str = "non-enroll
     (0.0, 0.0)
     """
     ds = _outcome_cube(obj, ranks_only=False)
+    _check_rank(ds.attrs, rank, "rank")
     probes = _Probes(ds, dim, ("mated_rank_min", "mated_rank_max", "mated_score", "nonmated_best"))
     distance = ds.attrs.get("score_kind", "similarity") == "distance"
     enrolled, use = _impostor_scores(probes, impostors)
     sign = -1.0 if distance else 1.0
     values = [sign * probes.arrays["mated_score"][enrolled], sign * probes.arrays["nonmated_best"][use]]
     t = np.unique(np.concatenate(values))
-    t = np.concatenate([t, [np.inf]])
+    t = np.concatenate([t[~np.isnan(t)], [np.inf]])  # mates not in their list have no score
     rates = open_set_rates(ds, sign * t, rank=rank, dim=dim, impostors=impostors)
     if distance:
         rates = rates.isel(threshold=slice(None, None, -1))

@@ -40,9 +40,12 @@ def outcomes(cube: xr.DataArray, *, ranks_only: bool = False) -> xr.Dataset:
 
     Parameters
     ----------
-    cube : xarray.DataArray
+    cube : xarray.DataArray or xarray.Dataset
         A score cube; may be dask-backed (chunk the probe dimensions only;
-        ``reference`` must be one chunk).
+        ``reference`` must be one chunk). Or a comparison list: a probe is
+        then the combination of its ``probe_dims`` (the result lies on
+        their grid, as from the cube), else its ``probe_id`` (or
+        ``probe``), else its subject (a ``probe`` dimension).
     ranks_only : bool, keyword-only
         Compute only the three rank variables (faster: what a CMC needs).
 
@@ -80,6 +83,13 @@ def outcomes(cube: xr.DataArray, *, ranks_only: bool = False) -> xr.Dataset:
     >>> out.mated_rank_min.values.tolist(), out.mated_rank_max.values.tolist()
     ([1.0, 1.0], [2.0, 2.0])
     """
+    from .comparisons import is_comparison_list
+
+    if is_comparison_list(cube):
+        ds = _list_outcomes(cube, ranks_only=ranks_only)
+        pdims = tuple(ds.dims)
+        kind = cube.attrs.get("score_kind", "similarity")
+        return _finish(ds, pdims, kind, ranks_only)
     validate_score_cube(cube, require_nonmated=False, check_values=False)  # the kernel checks the scores
     kind = score_kind(cube)
     pdims = probe_dims(cube)
@@ -125,6 +135,10 @@ def outcomes(cube: xr.DataArray, *, ranks_only: bool = False) -> xr.Dataset:
         keep_attrs=False,
     )
     ds = xr.Dataset(dict(zip(_VARIABLES, results)))
+    return _finish(ds, pdims, kind, ranks_only)
+
+
+def _finish(ds: xr.Dataset, pdims, kind: str, ranks_only: bool) -> xr.Dataset:
     if ranks_only:
         ds = ds[["mated_rank", "mated_rank_min", "mated_rank_max"]]
     ds = ds.transpose(*pdims)
@@ -260,4 +274,101 @@ def _outcome_rows(s, code, self_cols, order, starts, n_subjects, size, distance,
     sign = -1.0 if distance else 1.0
     result[0] = sign * mate
     result[1] = sign * np.fmax.reduce(best, axis=1)
+    return result
+
+
+def _list_outcomes(ds: xr.Dataset, *, ranks_only: bool) -> xr.Dataset:
+    """The outcome cube of a comparison list: one row per probe, O(comparisons).
+
+    A probe is the combination of the list's probe dims (``attrs["probe_dims"]``)
+    when it has them, else its ``probe_id`` (or ``probe``), else its subject.
+    With probe dims the result lies on their grid, as from the cube.
+    """
+    from ._core import raise_no_subjects
+    from .comparisons import canonical, has_subjects, self_flags, validate_comparison_list
+
+    ds = canonical(validate_comparison_list(ds, require_nonmated=False))
+    if not has_subjects(ds):
+        raise_no_subjects("identification (ranks of the mate among enrolled subjects)")
+    kind = ds.attrs.get("score_kind", "similarity")
+    pdims = [d for d in ds.attrs.get("probe_dims", []) if d in ds.coords]
+    keys = pdims or [next((k for k in ("probe_id", "probe") if k in ds.coords), "subject")]
+    score = np.asarray(ds["score"].values, dtype=float)
+    keep = ~np.isnan(score)
+    selfc = self_flags(ds)
+    if selfc is not None:
+        keep &= ~selfc
+    frame = pd.DataFrame({k: np.asarray(ds[k].values) for k in keys})
+    probe = frame.groupby(keys, sort=False).ngroup().to_numpy()
+    n_probes = int(probe.max()) + 1 if probe.size else 0
+    subject = np.asarray(ds["subject"].values)
+    first = np.unique(probe, return_index=True)[1]
+    probe_subject = subject[first]
+    if not (probe_subject[probe] == subject).all():
+        j = int(np.argmax(probe_subject[probe] != subject))
+        raise ScoreCubeError(f"probe {frame.iloc[j].tolist()} has comparisons under two subjects "
+                             f"({probe_subject[probe[j]]!r} and {subject[j]!r}); a probe belongs to one subject.")
+    r_codes, r_uniques = pd.factorize(np.asarray(ds["reference_subject"].values), sort=False)
+    mate = pd.Index(r_uniques).get_indexer(probe_subject)  # -1: not enrolled
+    sign = -1.0 if kind == "distance" else 1.0
+    # best score per (probe, reference subject): the candidate score (Annex F ranks subjects)
+    n_r = len(r_uniques)
+    pair = probe[keep].astype(np.int64) * max(n_r, 1) + r_codes[keep]
+    best = pd.Series(sign * score[keep]).groupby(pair).max()
+    pair_key = best.index.to_numpy()
+    best_v = best.to_numpy()
+    p_of = pair_key // max(n_r, 1)
+    r_of = pair_key % max(n_r, 1)
+    is_mate = (mate[p_of] >= 0) & (r_of == mate[p_of])
+    mate_best = np.full(n_probes, np.nan)
+    mate_best[p_of[is_mate]] = best_v[is_mate]
+    x = np.bincount(p_of, weights=best_v > mate_best[p_of], minlength=n_probes)
+    y = np.bincount(p_of, weights=best_v == mate_best[p_of], minlength=n_probes)
+    valid = ~np.isnan(mate_best)
+    out = {
+        "mated_rank": np.where(valid, x + (y + 1) / 2, np.nan),
+        "mated_rank_min": np.where(valid, x + 1, np.nan),
+        "mated_rank_max": np.where(valid, x + y, np.nan),
+    }
+    if not ranks_only:
+        out["mated_score"] = sign * mate_best
+        nonmated = np.full(n_probes, -np.inf)
+        np.maximum.at(nonmated, p_of[~is_mate], best_v[~is_mate])
+        out["nonmated_best"] = np.where(np.isneginf(nonmated), np.nan, sign * nonmated)
+        out["n_candidates"] = np.bincount(p_of, minlength=n_probes).astype(float)
+    order = [v for v in _VARIABLES if v in out]
+    levels = [pd.factorize(frame[k].to_numpy()[first], sort=False) for k in keys]
+    if pdims:
+        # back onto the grid of the probe dims (absent probes NaN), levels in order of appearance
+        uniq = [pd.factorize(frame[k].to_numpy(), sort=False)[1] for k in keys]
+        codes = [pd.Index(u).get_indexer(frame[k].to_numpy()[first]) for k, u in zip(keys, uniq)]
+        shape = tuple(len(u) for u in uniq)
+        data = {}
+        for name in order:
+            grid = np.full(shape, np.nan)
+            grid[tuple(codes)] = out[name]
+            data[name] = (tuple(keys), grid)
+        coords = {k: np.asarray(u) for k, u in zip(keys, uniq)}
+        result = xr.Dataset(data, coords=coords)
+        for name, coord in ds.coords.items():
+            if name in coords or name in ("reference_subject", "reference_id", "mated") or str(name).startswith("reference"):
+                continue
+            v = np.asarray(coord.values)
+            for k, c in zip(keys, [pd.Index(u).get_indexer(frame[k].to_numpy()) for k, u in zip(keys, uniq)]):
+                grouped = pd.DataFrame({"c": c, "v": v}).groupby("c")["v"]
+                if (grouped.nunique(dropna=False) <= 1).all():
+                    firsts = np.unique(c, return_index=True)[1]
+                    result = result.assign_coords({name: (k, v[firsts])})
+                    break
+    else:
+        dim = "probe"
+        label = levels[0][1]
+        data = {name: (dim, out[name]) for name in order}
+        result = xr.Dataset(data, coords={dim: np.asarray(label), "subject": (dim, probe_subject)})
+        for name, coord in ds.coords.items():
+            if name in ("subject", "reference_subject", "reference_id", keys[0]) or str(name).startswith("reference"):
+                continue
+            v = np.asarray(coord.values)
+            if (pd.DataFrame({"c": probe, "v": v}).groupby("c")["v"].nunique(dropna=False) <= 1).all():
+                result = result.assign_coords({name: (dim, v[first])})
     return result

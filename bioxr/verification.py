@@ -29,7 +29,8 @@ import xarray as xr
 from . import counting
 from . import eer as _eer
 from .counting import CellIndex, Pool, mated_cells, strided_sample
-from .cube import REFERENCE, ScoreCubeError, label_codes, probe_dims, reduce_dims, score_kind, validate_score_cube
+from ._core import Grouped, check_targets, warn_if_reversed
+from .cube import ScoreCubeError
 
 __all__ = [
     "EER_METHODS",
@@ -47,76 +48,50 @@ EER_METHODS = _eer.METHODS
 CURVE_POINTS = ("corners", "all")
 
 
-class _Groups:
-    """A score cube split into one 2-D block (probes x references) per kept-dims combination."""
+def _pools(groups: Grouped, lo=None):
+    """Yield ``(g, Pool)``: every score sorted, or only those >= ``lo`` (similarity orientation)."""
+    for g in range(groups.n_groups):
+        values, index = groups.block(g)
+        pool = Pool.full(values, index, groups.distance) if lo is None else Pool.window(values, index, groups.distance, lo)
+        yield g, _finish(groups, pool, g, index)
 
-    def __init__(self, cube: xr.DataArray, dim):
-        # the scores themselves are checked for infinities in the pass that reads them (bioxr.counting)
-        validate_score_cube(cube, require_nonmated=False, check_values=False)
-        self.kind = score_kind(cube)
-        self.distance = self.kind == "distance"
-        reduced = reduce_dims(cube, dim, default=probe_dims(cube))
-        self.kept = tuple(d for d in probe_dims(cube) if d not in reduced)
-        if cube.chunks is not None:
-            # dask can merge dims into one without rechunking only when the first of them carries
-            # the chunks: put chunked dims first, or the whole cube would become one block
-            chunked = {d for d, c in zip(cube.dims, cube.chunks) if len(c) > 1}
-            reduced = tuple(sorted(reduced, key=lambda d: d not in chunked))
-            self.kept = tuple(sorted(self.kept, key=lambda d: d not in chunked))
-        order = (*self.kept, *reduced, REFERENCE)
-        cube = cube.transpose(*order)
-        self.kept_shape = tuple(cube.sizes[d] for d in self.kept)
-        self.n_groups = int(np.prod(self.kept_shape)) if self.kept else 1
-        self.kept_coords = {
-            name: coord.variable
-            for name, coord in cube.coords.items()
-            if coord.dims and set(coord.dims) <= set(self.kept)
-        }
-        n_ref = cube.sizes[REFERENCE]
-        self.data = cube.data.reshape(self.n_groups, -1, n_ref)
-        self.lazy = cube.chunks is not None  # validation could not look at lazy values
-        probe_codes, self.ref_codes, self_cols = label_codes(cube, order[:-1])
-        self.probe_codes = probe_codes.reshape(self.n_groups, -1)
-        self.self_cols = None if self_cols is None else self_cols.reshape(self.n_groups, -1)
 
-    def block(self, g: int):
-        """The group's scores: a NumPy array, or for a lazy cube a dask array read block by block."""
-        values = self.data[g]
-        if not self.lazy:
-            values = np.asarray(values)
-            if not np.issubdtype(values.dtype, np.floating):
-                values = values.astype(np.float64)
-        self_cols = None if self.self_cols is None else self.self_cols[g]
-        return values, CellIndex(self.probe_codes[g], self.ref_codes, self_cols)
+def _finish(groups: Grouped, pool: Pool, g: int, index) -> Pool:
+    """Apply the failure policy to a group's pool ("nist": failures are never accepted)."""
+    if groups.policy == "nist" and groups.has_failures:
+        pool.add_failures(*groups.failure_counts(g, index))
+    return pool
 
-    def pools(self, lo=None):
-        """Yield ``(g, Pool)``: every score sorted, or only those >= ``lo`` (similarity orientation)."""
-        for g in range(self.n_groups):
-            values, index = self.block(g)
-            if lo is None:
-                yield g, Pool.full(values, index, self.distance)
-            else:
-                yield g, Pool.window(values, index, self.distance, lo)
 
-    def dataarray(self, data, extra_dims=(), extra_coords=None) -> xr.DataArray:
-        data = np.asarray(data)
-        shape = (*self.kept_shape, *data.shape[1:])
-        coords = dict(self.kept_coords)
-        coords.update(extra_coords or {})
-        return xr.DataArray(data.reshape(shape), dims=(*self.kept, *extra_dims), coords=coords)
+def _iso_factors(groups: Grouped):
+    """``(a, c, fte, fta)`` with GFRR = a + c FNMR and GFAR = c FMR (identity without failures)."""
+    if groups.policy != "iso" or not groups.has_failures:
+        return 0.0, 1.0, 0.0, 0.0
+    u = groups.unit_failures()
+    fte = u["n_failed_enrolments"] / u["n_references"] if u["n_references"] else 0.0
+    fta = u["n_failed_acquisitions"] / u["n_probes"] if u["n_probes"] else 0.0
+    return fte + (1 - fte) * fta, (1 - fte) * (1 - fta), fte, fta
 
-    def orient(self, t):
-        """Thresholds between similarity orientation and the scores' own."""
-        return -np.asarray(t, dtype=float) if self.distance else np.asarray(t, dtype=float)
 
-    def require(self, pool: Pool, g: int, what: str, *, mated=True, nonmated=True):
-        for flag, n, label in ((mated, pool.n_mated, "mated"), (nonmated, pool.n_nonmated, "non-mated")):
-            if flag and n == 0:
-                where = f" in group {g} of the kept dims {list(self.kept)}" if self.kept else ""
-                raise ValueError(
-                    f"{what} needs {label} comparisons, but there are none{where}. Reduce over "
-                    "more dimensions (dim=...) or select groups that have them."
-                )
+def _generalize(ds: xr.Dataset, groups: Grouped) -> xr.Dataset:
+    """Under failure_policy "iso", turn FMR and FNMR into GFAR and GFRR (counts stay those of comparisons)."""
+    if groups.policy != "iso" or not groups.has_failures:
+        return ds
+    a, c, fte, fta = _iso_factors(groups)
+    ds["fmr"] = c * ds["fmr"]
+    ds["fnmr"] = a + c * ds["fnmr"]
+    if "tmr" in ds:
+        ds["tmr"] = 1 - ds["fnmr"]
+    if "tnr" in ds:
+        ds["tnr"] = 1 - ds["fmr"]
+    ds["fmr"].attrs["long_name"] = "generalized false accept rate GFAR = (1-FTE)(1-FTA) FMR"
+    ds["fnmr"].attrs["long_name"] = "generalized false reject rate GFRR = FTE + (1-FTE) FTA + (1-FTE)(1-FTA) FNMR"
+    ds.attrs.update({"fte": fte, "fta": fta, "rates": "generalized (GFAR in fmr, GFRR in fnmr); counts are of comparisons made"})
+    return ds
+
+
+def _attrs(groups: Grouped, **extra) -> dict:
+    return {"score_kind": groups.kind, "decision_rule": _convention(groups.kind), **extra, **groups.policy_attrs()}
 
 
 def _convention(kind: str) -> str:
@@ -125,7 +100,7 @@ def _convention(kind: str) -> str:
     return "accept when distance <= threshold; a tie with the threshold is a match"
 
 
-def _counts_dataset(groups: _Groups, fm, fnm, n_m, n_n, extra_dims, extra_coords, attrs) -> xr.Dataset:
+def _counts_dataset(groups: Grouped, fm, fnm, n_m, n_n, extra_dims, extra_coords, attrs) -> xr.Dataset:
     fm, fnm = np.asarray(fm), np.asarray(fnm)
     n_m = np.asarray(n_m).reshape((-1,) + (1,) * (fm.ndim - 1))
     n_n = np.asarray(n_n).reshape((-1,) + (1,) * (fm.ndim - 1))
@@ -159,20 +134,27 @@ def _counts_dataset(groups: _Groups, fm, fnm, n_m, n_n, extra_dims, extra_coords
     return ds
 
 
-def error_rates(cube: xr.DataArray, threshold, *, dim=None) -> xr.Dataset:
+def error_rates(cube: xr.DataArray, threshold, *, dim=None, failure_policy: str = "exclude") -> xr.Dataset:
     """FMR, FNMR, TMR and TNR with their counts at given thresholds.
 
     Parameters
     ----------
-    cube : xarray.DataArray
-        A score cube, dims ``(*probe_dims, "reference")``.
+    cube : xarray.DataArray or xarray.Dataset
+        A score cube, dims ``(*probe_dims, "reference")``, or a comparison
+        list (:func:`bioxr.comparison_list`); both give the same result.
     threshold : float or array_like
         One or more decision thresholds; a sequence becomes the
         ``threshold`` dimension of the result, a scalar a scalar
         ``threshold`` coordinate (as with ``.sel``).
     dim : str, sequence of str or None, keyword-only
-        Probe dimensions to pool over; None (default) pools over all of them.
-        The others are kept.
+        Probe dimensions (of a list: its ``probe_dims`` cofactors) to pool
+        over; None (default) pools over all of them. The others are kept.
+    failure_policy : {"exclude", "nist", "iso"}, keyword-only
+        How failed enrolments and acquisitions count (coordinates
+        ``failed_enrolment`` / ``failed_acquisition``): left out
+        (default), as false non-matches in mated comparisons (NIST), or
+        through the ISO/IEC 19795-1 generalized rates (``fmr`` then holds
+        GFAR and ``fnmr`` GFRR). Recorded in ``attrs["failure_policy"]``.
 
     Returns
     -------
@@ -196,7 +178,7 @@ def error_rates(cube: xr.DataArray, threshold, *, dim=None) -> xr.Dataset:
     >>> bool((r.fmr.diff("threshold") <= 0).all())
     True
     """
-    groups = _Groups(cube, dim)
+    groups = Grouped(cube, dim, failure_policy=failure_policy)
     t = np.atleast_1d(np.asarray(threshold, dtype=float))
     if t.ndim != 1:
         raise ValueError("threshold must be a number or a 1-D sequence of numbers.")
@@ -207,18 +189,18 @@ def error_rates(cube: xr.DataArray, threshold, *, dim=None) -> xr.Dataset:
     fnm = np.empty_like(fm)
     n_m = np.empty(groups.n_groups, dtype=np.int64)
     n_n = np.empty_like(n_m)
-    for g, pool in groups.pools(lo=float(ts.min()) if t.size <= 16 else None):
+    for g, pool in _pools(groups, lo=float(ts.min()) if t.size <= 16 else None):
         fm[g] = pool.false_matches(ts)
         fnm[g] = pool.false_nonmatches(ts)
         n_m[g], n_n[g] = pool.n_mated, pool.n_nonmated
     if n_n.sum() == 0:
-        raise ScoreCubeError("the score cube holds no non-mated comparison with a score; FMR needs some.")
-    attrs = {"score_kind": groups.kind, "decision_rule": _convention(groups.kind)}
-    ds = _counts_dataset(groups, fm, fnm, n_m, n_n, ("threshold",), {"threshold": t}, attrs)
+        raise ScoreCubeError("the scores hold no non-mated comparison with a score; FMR needs some.")
+    ds = _counts_dataset(groups, fm, fnm, n_m, n_n, ("threshold",), {"threshold": t}, _attrs(groups))
+    ds = _generalize(ds, groups)
     return ds.isel(threshold=0) if np.ndim(threshold) == 0 else ds
 
 
-def fmr(cube: xr.DataArray, threshold, *, dim=None) -> xr.Dataset:
+def fmr(cube: xr.DataArray, threshold, *, dim=None, failure_policy: str = "exclude") -> xr.Dataset:
     """False match rate at given thresholds, with its counts.
 
     Returns a Dataset with ``fmr``, ``false_matches`` (dims ``(*kept,
@@ -232,10 +214,10 @@ def fmr(cube: xr.DataArray, threshold, *, dim=None) -> xr.Dataset:
     >>> float(bioxr.verification.fmr(cube, 10.0).fmr.item())
     0.0
     """
-    return error_rates(cube, threshold, dim=dim)[["fmr", "false_matches", "n_nonmated"]]
+    return error_rates(cube, threshold, dim=dim, failure_policy=failure_policy)[["fmr", "false_matches", "n_nonmated"]]
 
 
-def fnmr(cube: xr.DataArray, threshold, *, dim=None) -> xr.Dataset:
+def fnmr(cube: xr.DataArray, threshold, *, dim=None, failure_policy: str = "exclude") -> xr.Dataset:
     """False non-match rate at given thresholds, with its counts.
 
     Returns a Dataset with ``fnmr``, ``false_nonmatches`` (dims ``(*kept,
@@ -249,16 +231,16 @@ def fnmr(cube: xr.DataArray, threshold, *, dim=None) -> xr.Dataset:
     >>> float(bioxr.verification.fnmr(cube, -10.0).fnmr.item())
     0.0
     """
-    return error_rates(cube, threshold, dim=dim)[["fnmr", "false_nonmatches", "n_mated"]]
+    return error_rates(cube, threshold, dim=dim, failure_policy=failure_policy)[["fnmr", "false_nonmatches", "n_mated"]]
 
 
-def det_curve(cube: xr.DataArray, *, dim=None, points: str = "corners") -> xr.Dataset:
+def det_curve(cube: xr.DataArray, *, dim=None, points: str = "corners", failure_policy: str = "exclude") -> xr.Dataset:
     """The exact DET curve: FMR and FNMR over every threshold that matters.
 
     Parameters
     ----------
-    cube : xarray.DataArray
-        A score cube.
+    cube : xarray.DataArray or xarray.Dataset
+        A score cube or a comparison list.
     dim : str, sequence of str or None, keyword-only
         Probe dimensions to pool over (default all); the rest are kept.
     points : {"corners", "all"}, keyword-only
@@ -269,6 +251,12 @@ def det_curve(cube: xr.DataArray, *, dim=None, points: str = "corners") -> xr.Da
         the points left out lie on the straight segments between corners:
         the curve drawn is the same, exactly, with at most about twice as
         many points as distinct mated scores.
+    failure_policy : {"exclude", "nist", "iso"}, keyword-only
+        How failed enrolments and acquisitions count (coordinates
+        ``failed_enrolment`` / ``failed_acquisition``): left out
+        (default), as false non-matches in mated comparisons (NIST), or
+        through the ISO/IEC 19795-1 generalized rates (``fmr`` then holds
+        GFAR and ``fnmr`` GFRR). Recorded in ``attrs["failure_policy"]``.
 
     Returns
     -------
@@ -297,11 +285,12 @@ def det_curve(cube: xr.DataArray, *, dim=None, points: str = "corners") -> xr.Da
     """
     if points not in CURVE_POINTS:
         raise ValueError(f"points={points!r}; choose 'corners' or 'all'.")
-    groups = _Groups(cube, dim)
+    groups = Grouped(cube, dim, failure_policy=failure_policy)
     pools = []
-    for g, pool in groups.pools():
+    for g, pool in _pools(groups):
         groups.require(pool, g, "a DET curve")
         pools.append(pool)
+    warn_if_reversed(pools[0].mated, pools[0].pool, groups.kind)
     per_group = [p.corner_thresholds() if points == "corners" else p.thresholds() for p in pools]
     ts = per_group[0] if len(per_group) == 1 else np.unique(np.concatenate(per_group))
     fm = np.stack([p.false_matches(ts) for p in pools])
@@ -309,18 +298,13 @@ def det_curve(cube: xr.DataArray, *, dim=None, points: str = "corners") -> xr.Da
     t = groups.orient(ts)
     if groups.distance:
         t, fm, fnm = t[::-1], fm[:, ::-1], fnm[:, ::-1]
-    attrs = {
-        "score_kind": groups.kind,
-        "decision_rule": _convention(groups.kind),
-        "curve": "DET: FMR against FNMR; plot on probit (normal deviate) axes",
-        "points": points,
-    }
+    attrs = _attrs(groups, curve="DET: FMR against FNMR; plot on probit (normal deviate) axes", points=points)
     n_m = [p.n_mated for p in pools]
     n_n = [p.n_nonmated for p in pools]
-    return _counts_dataset(groups, fm, fnm, n_m, n_n, ("threshold",), {"threshold": t}, attrs)
+    return _generalize(_counts_dataset(groups, fm, fnm, n_m, n_n, ("threshold",), {"threshold": t}, attrs), groups)
 
 
-def roc_curve(cube: xr.DataArray, *, dim=None, points: str = "corners") -> xr.Dataset:
+def roc_curve(cube: xr.DataArray, *, dim=None, points: str = "corners", failure_policy: str = "exclude") -> xr.Dataset:
     """The exact ROC curve: TMR (= 1 - FNMR) against FMR.
 
     The same Dataset as :func:`det_curve` (which already carries ``tmr``),
@@ -334,12 +318,12 @@ def roc_curve(cube: xr.DataArray, *, dim=None, points: str = "corners") -> xr.Da
     >>> bool(((roc.tmr + roc.fnmr) == 1).all())
     True
     """
-    ds = det_curve(cube, dim=dim, points=points)
+    ds = det_curve(cube, dim=dim, points=points, failure_policy=failure_policy)
     ds.attrs["curve"] = "ROC: TMR against FMR"
     return ds
 
 
-def eer(cube: xr.DataArray, *, dim=None, method: str = "rocch") -> xr.Dataset:
+def eer(cube: xr.DataArray, *, dim=None, method: str = "rocch", failure_policy: str = "exclude") -> xr.Dataset:
     """Equal error rate, by a stated convention, with its threshold.
 
     Parameters
@@ -390,25 +374,28 @@ def eer(cube: xr.DataArray, *, dim=None, method: str = "rocch") -> xr.Dataset:
     """
     if method not in EER_METHODS:
         raise ValueError(f"method={method!r}; choose one of {EER_METHODS}.")
-    groups = _Groups(cube, dim)
+    groups = Grouped(cube, dim, failure_policy=failure_policy)
     cols = ("eer", "threshold", "fmr", "fnmr", "false_matches", "false_nonmatches", "n_mated", "n_nonmated")
     out = np.empty((groups.n_groups, len(cols)))
+    a, c, fte, fta = _iso_factors(groups)
     for g in range(groups.n_groups):
         values, index = groups.block(g)
-        out[g] = _eer_group(values, index, groups, g, method)
+        if c != 1.0 or a != 0.0:  # generalized rates: the whole curve, transformed
+            pool = Pool.full(values, index, groups.distance)
+            groups.require(pool, g, "the EER")
+            out[g] = _eer_from_pool(pool, method, affine=(a, c))
+        else:
+            out[g] = _eer_group(values, index, groups, g, method)
     out[:, 1] = groups.orient(out[:, 1])
     ds = _scalar_dataset(groups, cols, out)
-    ds.attrs = {
-        "eer_method": method,
-        "eer_convention": _eer.DESCRIPTIONS[method],
-        "score_kind": groups.kind,
-        "decision_rule": _convention(groups.kind),
-    }
+    ds.attrs = _attrs(groups, eer_method=method, eer_convention=_eer.DESCRIPTIONS[method])
+    if c != 1.0 or a != 0.0:
+        ds.attrs.update({"fte": fte, "fta": fta, "rates": "generalized: the EER where GFAR = GFRR"})
     ds["eer"].attrs["long_name"] = f"equal error rate ({method})"
     return ds
 
 
-def _scalar_dataset(groups: _Groups, cols, out, extra_dims=(), extra_coords=None) -> xr.Dataset:
+def _scalar_dataset(groups: Grouped, cols, out, extra_dims=(), extra_coords=None) -> xr.Dataset:
     ints = {"false_matches", "false_nonmatches", "n_mated", "n_nonmated"}
     data = {}
     for j, name in enumerate(cols):
@@ -436,7 +423,7 @@ def _estimate_eer(sample: np.ndarray, mated: np.ndarray):
     return float((fmr_[k] + fnmr_[k]) / 2), float(min(slope, -1e-3))
 
 
-def _eer_group(values, index, groups: _Groups, g: int, method: str):
+def _eer_group(values, index, groups: Grouped, g: int, method: str):
     """EER of one group from a window of scores around the crossing.
 
     A strided sample places the crossing. For "interpolated" and "nearest"
@@ -448,6 +435,8 @@ def _eer_group(values, index, groups: _Groups, g: int, method: str):
     """
     m, x = mated_cells(values, index, groups.distance)
     sample = strided_sample(values, groups.distance)
+    if g == 0:
+        warn_if_reversed(m, sample, groups.kind)
     estimate, slope = _estimate_eer(sample, m)
     n_s = max(sample.size, 1)
     w = 6 * np.sqrt(max(estimate * (1 - estimate), 1.0 / n_s) / n_s) + 2.0 / n_s
@@ -455,7 +444,7 @@ def _eer_group(values, index, groups: _Groups, g: int, method: str):
         ladder = _rocch_ladder(sample, m, estimate, slope, w)
         if ladder is not None:
             lo, edges = ladder
-            pool = Pool.window(values, index, groups.distance, lo, np.inf, (m, x), edges)
+            pool = _finish(groups, Pool.window(values, index, groups.distance, lo, np.inf, (m, x), edges), g, index)
             groups.require(pool, g, "the EER")
             result = _eer_from_pool(pool, method)
             if result is not None:
@@ -471,6 +460,7 @@ def _eer_group(values, index, groups: _Groups, g: int, method: str):
             lo = float(np.quantile(sample, 1 - lo_share, method="lower"))
             hi = float(np.quantile(sample, 1 - hi_share, method="higher")) if hi_share > 0 else np.inf
             pool = Pool.window(values, index, groups.distance, lo, hi, (m, x))
+        pool = _finish(groups, pool, g, index)
         groups.require(pool, g, "the EER")
         result = _eer_from_pool(pool, method)
         if result is not None:
@@ -478,7 +468,7 @@ def _eer_group(values, index, groups: _Groups, g: int, method: str):
         w *= 2
 
 
-def _eer_from_pool(pool: Pool, method: str):
+def _eer_from_pool(pool: Pool, method: str, affine=None):
     """EER from the points in the window, or None if the window may have missed it.
 
     Points outside the window are bounded: below it (more lenient) they
@@ -495,6 +485,9 @@ def _eer_from_pool(pool: Pool, method: str):
     fnm = pool.false_nonmatches(t)
     x = fm / pool.n_nonmated
     y = fnm / pool.n_mated
+    if affine is not None:  # generalized rates (a full pool only: no window bounds to keep)
+        a, c = affine
+        x, y = c * x, a + c * y
     open_lo, open_hi = np.isneginf(pool.lo), np.isposinf(pool.hi)
     if x.size == 0 or (not open_lo and not y[0] < x[0]) or (not open_hi and not y[-1] > x[-1]):
         return None
@@ -520,7 +513,10 @@ def _eer_from_pool(pool: Pool, method: str):
     # the rates actually attained at the reported threshold (inside the window: exact)
     fm_t = int(pool.false_matches([threshold])[0])
     fnm_t = int(pool.false_nonmatches([threshold])[0])
-    return (value, threshold, fm_t / pool.n_nonmated, fnm_t / pool.n_mated, fm_t, fnm_t, pool.n_mated, pool.n_nonmated)
+    x_t, y_t = fm_t / pool.n_nonmated, fnm_t / pool.n_mated
+    if affine is not None:
+        x_t, y_t = affine[1] * x_t, affine[0] + affine[1] * y_t
+    return (value, threshold, x_t, y_t, fm_t, fnm_t, pool.n_mated, pool.n_nonmated)
 
 
 def _below_window(pool: Pool, x, y):
@@ -588,14 +584,7 @@ def _allowed(rate: float, n: int) -> int:
     return int(np.floor(rate * n * (1 + 8 * np.finfo(float).eps)))
 
 
-def _check_targets(values, name: str) -> np.ndarray:
-    a = np.atleast_1d(np.asarray(values, dtype=float))
-    if a.ndim != 1 or a.size == 0 or np.isnan(a).any() or (a < 0).any() or (a > 1).any():
-        raise ValueError(f"{name} targets must be numbers in [0, 1]; got {values!r}.")
-    return a
-
-
-def fnmr_at_fmr(cube: xr.DataArray, fmr, *, dim=None) -> xr.Dataset:
+def fnmr_at_fmr(cube: xr.DataArray, fmr, *, dim=None, failure_policy: str = "exclude") -> xr.Dataset:
     """FNMR at the most lenient threshold whose FMR does not exceed each target.
 
     For a target ``f`` with ``n`` non-mated comparisons, at most ``k =
@@ -605,13 +594,19 @@ def fnmr_at_fmr(cube: xr.DataArray, fmr, *, dim=None) -> xr.Dataset:
 
     Parameters
     ----------
-    cube : xarray.DataArray
-        A score cube.
+    cube : xarray.DataArray or xarray.Dataset
+        A score cube or a comparison list.
     fmr : float or array_like
         FMR targets in [0, 1]; a sequence becomes the ``fmr_target``
         dimension, a scalar a scalar coordinate.
     dim : str, sequence of str or None, keyword-only
         Probe dimensions to pool over (default all).
+    failure_policy : {"exclude", "nist", "iso"}, keyword-only
+        How failed enrolments and acquisitions count (coordinates
+        ``failed_enrolment`` / ``failed_acquisition``): left out
+        (default), as false non-matches in mated comparisons (NIST), or
+        through the ISO/IEC 19795-1 generalized rates (``fmr`` then holds
+        GFAR and ``fnmr`` GFRR). Recorded in ``attrs["failure_policy"]``.
 
     Returns
     -------
@@ -628,18 +623,20 @@ def fnmr_at_fmr(cube: xr.DataArray, fmr, *, dim=None) -> xr.Dataset:
     >>> bool((op.fmr <= op.fmr_target).all())
     True
     """
-    targets = _check_targets(fmr, "fmr")
-    groups = _Groups(cube, dim)
+    targets = check_targets(fmr, "fmr")
+    groups = Grouped(cube, dim, failure_policy=failure_policy)
+    a, c, _, _ = _iso_factors(groups)
+    raw = np.minimum(targets / c, 1.0)  # GFAR <= f  <=>  FMR <= f / c
     cols = ("fnmr", "threshold", "fmr", "false_matches", "false_nonmatches", "n_mated", "n_nonmated")
     out = np.empty((groups.n_groups, targets.size, len(cols)))
     for g in range(groups.n_groups):
         values, index = groups.block(g)
-        share = min(0.5, 1.5 * float(targets.max()) + 0.002)
+        share = min(0.5, 1.5 * float(raw.max()) + 0.002)
         while True:
-            pool = Pool.tail(values, index, groups.distance, share=share)
+            pool = _finish(groups, Pool.tail(values, index, groups.distance, share=share), g, index)
             groups.require(pool, g, "FNMR at FMR")
             q = pool.nonmated_tail()
-            ks = np.array([_allowed(f, pool.n_nonmated) for f in targets])
+            ks = np.array([_allowed(f, pool.n_nonmated) for f in raw])
             if pool.is_full or q.size >= ks.max() + 1:
                 break
             share = min(0.5, share * 4)
@@ -652,25 +649,26 @@ def fnmr_at_fmr(cube: xr.DataArray, fmr, *, dim=None) -> xr.Dataset:
                 t = t_all[np.searchsorted(t_all, pivot, side="right")]
             fm_ = int(pool.false_matches([t])[0])
             fnm_ = int(pool.false_nonmatches([t])[0])
-            out[g, j] = (fnm_ / pool.n_mated, t, fm_ / pool.n_nonmated, fm_, fnm_, pool.n_mated, pool.n_nonmated)
+            x, y = fm_ / pool.n_nonmated, fnm_ / pool.n_mated
+            out[g, j] = (a + c * y, t, c * x, fm_, fnm_, pool.n_mated, pool.n_nonmated)
     out[:, :, 1] = groups.orient(out[:, :, 1])
     ds = _scalar_dataset(groups, cols, out, ("fmr_target",), {"fmr_target": targets})
     if np.ndim(fmr) == 0:
         ds = ds.isel(fmr_target=0)
-    ds.attrs = {
-        "operating_point": "most lenient threshold with FMR <= target (no interpolation)",
-        "score_kind": groups.kind,
-        "decision_rule": _convention(groups.kind),
-    }
+    ds.attrs = _attrs(groups, operating_point="most lenient threshold with FMR <= target (no interpolation)")
+    if groups.policy == "iso" and groups.has_failures:
+        ds.attrs["rates"] = "generalized: GFRR at the most lenient threshold with GFAR <= target"
     return ds
 
 
-def fmr_at_fnmr(cube: xr.DataArray, fnmr, *, dim=None) -> xr.Dataset:
+def fmr_at_fnmr(cube: xr.DataArray, fnmr, *, dim=None, failure_policy: str = "exclude") -> xr.Dataset:
     """FMR at the strictest threshold whose FNMR does not exceed each target.
 
     For a target ``f`` with ``n`` mated comparisons, at most ``k = floor(f
     n)`` false non-matches are allowed; the threshold is the ``(k+1)``-th
-    lowest mated score. Exact.
+    lowest mated score. Exact. Where failures alone make FNMR exceed a
+    target (policies "nist" and "iso"), no threshold attains it: the
+    threshold and the rates are NaN there.
 
     Returns
     -------
@@ -686,30 +684,33 @@ def fmr_at_fnmr(cube: xr.DataArray, fnmr, *, dim=None) -> xr.Dataset:
     >>> bool((op.fnmr <= 0.1).all())
     True
     """
-    targets = _check_targets(fnmr, "fnmr")
-    groups = _Groups(cube, dim)
+    targets = check_targets(fnmr, "fnmr")
+    groups = Grouped(cube, dim, failure_policy=failure_policy)
+    a, c, _, _ = _iso_factors(groups)
+    raw = (targets - a) / c  # GFRR <= f  <=>  FNMR <= (f - a) / c
     cols = ("fmr", "threshold", "fnmr", "false_matches", "false_nonmatches", "n_mated", "n_nonmated")
     out = np.empty((groups.n_groups, targets.size, len(cols)))
     for g in range(groups.n_groups):
         values, index = groups.block(g)
-        m, _ = mated_cells(values, index, groups.distance)
+        m, x = mated_cells(values, index, groups.distance)
         if m.size == 0:
             raise ValueError("FMR at FNMR needs mated comparisons; this group has none.")
-        ks = np.array([_allowed(f, m.size) for f in targets])
-        ts = np.array([m[k] if k < m.size else np.inf for k in ks])
-        pool = Pool.window(values, index, groups.distance, float(np.min(ts)))
+        failed_m = groups.failure_counts(g, index)[0] if groups.policy == "nist" else 0
+        ks = np.array([_allowed(f, m.size + failed_m) - failed_m if f >= 0 else -1 for f in raw])
+        ts = np.array([m[k] if 0 <= k < m.size else np.inf for k in ks])
+        pool = _finish(groups, Pool.window(values, index, groups.distance, float(np.min(ts)), cells=(m, x)), g, index)
         groups.require(pool, g, "FMR at FNMR")
         fm_ = pool.false_matches(ts)
         fnm_ = pool.false_nonmatches(ts)
         for j in range(targets.size):
-            out[g, j] = (fm_[j] / pool.n_nonmated, ts[j], fnm_[j] / pool.n_mated, fm_[j], fnm_[j], pool.n_mated, pool.n_nonmated)
+            if ks[j] < 0:  # the failures alone exceed the target
+                out[g, j] = (np.nan, np.nan, np.nan, 0, 0, pool.n_mated, pool.n_nonmated)
+                continue
+            xr_, yr_ = fm_[j] / pool.n_nonmated, fnm_[j] / pool.n_mated
+            out[g, j] = (c * xr_, ts[j], a + c * yr_, fm_[j], fnm_[j], pool.n_mated, pool.n_nonmated)
     out[:, :, 1] = groups.orient(out[:, :, 1])
     ds = _scalar_dataset(groups, cols, out, ("fnmr_target",), {"fnmr_target": targets})
     if np.ndim(fnmr) == 0:
         ds = ds.isel(fnmr_target=0)
-    ds.attrs = {
-        "operating_point": "strictest threshold with FNMR <= target (no interpolation)",
-        "score_kind": groups.kind,
-        "decision_rule": _convention(groups.kind),
-    }
+    ds.attrs = _attrs(groups, operating_point="strictest threshold with FNMR <= target (no interpolation)")
     return ds

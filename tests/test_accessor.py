@@ -104,7 +104,8 @@ def test_accessor_init_does_not_validate_methods_do():
 
 TOPIC_MODULES = [verification, outcomes] + [
     getattr(bioxr, name)
-    for name in ("identification", "gallery", "correlation", "intervals", "bootstrap", "design", "generative", "demographics")
+    for name in ("identification", "gallery", "correlation", "intervals", "bootstrap", "design", "generative", "demographics",
+                 "comparisons", "failures")
     if hasattr(bioxr, name)
 ]
 

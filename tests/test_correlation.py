@@ -106,7 +106,7 @@ def test_icc_matches_the_double_loop_over_attempts(decisions):
     elif math.isnan(b["rho"]):
         deff = b["m0"]  # p in {0, 1}: the conservative rho = 1
     else:
-        deff = max(1.0, 1 + (b["m0"] - 1) * b["rho"])
+        deff = max(1.0, 1 + (b["m0"] - 1) * min(b["rho"], 1.0))  # a correlation is at most 1
     assert float(r.design_effect) == pytest.approx(deff, rel=1e-9)
     assert float(r.n_eff) == pytest.approx(big_n / deff, rel=1e-9)
     assert float(r.variance) == pytest.approx(b["p"] * (1 - b["p"]) * deff / big_n, rel=1e-9, abs=1e-15)

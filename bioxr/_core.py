@@ -1,0 +1,491 @@
+"""The private core every topic module shares: grouped comparisons, checks, the tie share.
+
+Score cubes and comparison lists are two forms of the same data. Topic
+modules never handle them separately: :class:`Grouped` splits either form
+into groups of comparisons (one per combination of the kept dims) and
+hands each group out as ``(values, index)``: the group's scores (a 2-D
+block of a cube, or a 1-D slice of a list) and the flat positions of its
+mated and excluded (self) comparisons. :mod:`bioxr.counting` works on that
+pair, whatever the form.
+
+Also here: the failure policies, the checks of ``level``, ``n_replicates``
+and targets, the Annex F tie share, and the reversed-score-kind check.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from .comparisons import COMPARISON, RESERVED, canonical, has_subjects, is_comparison_list, mated_flags, self_flags
+from .comparisons import validate_comparison_list
+from .counting import CellIndex
+from .cube import REFERENCE, ScoreCubeError, label_codes, probe_dims, reduce_dims, score_kind, validate_score_cube
+
+FAILURE_POLICIES = ("exclude", "nist", "iso")
+FAILURE_RULES = {
+    "exclude": "failed enrolments and acquisitions are left out of every rate (counted in attrs)",
+    "nist": ("a mated comparison with a failed enrolment or acquisition is a false non-match at every threshold; "
+             "a non-mated one is a correct non-match (FMR unaffected in its numerator)"),
+    "iso": ("ISO/IEC 19795-1 generalized rates: GFRR = FTE + (1-FTE) FTA + (1-FTE)(1-FTA) FNMR, "
+            "GFAR = (1-FTE)(1-FTA) FMR, with FNMR and FMR over the comparisons that were made"),
+}
+
+
+class ScoreKindWarning(UserWarning):
+    """The scores look reversed for the declared ``score_kind``."""
+
+
+# ------------------------------------------------------------------ checks
+def check_level(level) -> float:
+    """A confidence level strictly between 0 and 1."""
+    try:
+        value = float(level)
+    except (TypeError, ValueError):
+        raise ValueError(f"level={level!r}; give a confidence level between 0 and 1, e.g. 0.95.") from None
+    if not 0 < value < 1:
+        raise ValueError(f"level={level!r}; a confidence level lies strictly between 0 and 1, e.g. 0.95.")
+    return value
+
+
+def check_replicates(n_replicates, *, minimum: int = 2) -> int:
+    """A whole number of bootstrap replicates, at least ``minimum``."""
+    if isinstance(n_replicates, bool) or not float(n_replicates).is_integer() or int(n_replicates) < minimum:
+        raise ValueError(f"n_replicates={n_replicates!r}; give a whole number of replicates, at least {minimum} "
+                         "(1,000 or more for 95% intervals).")
+    return int(n_replicates)
+
+
+def check_targets(values, name: str, *, closed: bool = True) -> np.ndarray:
+    """Rate targets as a 1-D float array in [0, 1] (or (0, 1) with ``closed=False``)."""
+    a = np.atleast_1d(np.asarray(values, dtype=float))
+    bad = a.ndim != 1 or a.size == 0 or np.isnan(a).any()
+    bad = bad or ((a < 0).any() or (a > 1).any() if closed else (a <= 0).any() or (a >= 1).any())
+    if bad:
+        span = "[0, 1]" if closed else "(0, 1)"
+        raise ValueError(f"{name} targets must be numbers in {span}; got {values!r}.")
+    return a
+
+
+def check_policy(policy) -> str:
+    if policy not in FAILURE_POLICIES:
+        raise ValueError(f"failure_policy={policy!r}; choose one of {FAILURE_POLICIES}: 'exclude' leaves failures "
+                         "out, 'nist' counts a failed template as a false non-match, 'iso' gives the generalized "
+                         "rates GFAR and GFRR.")
+    return policy
+
+
+def tie_share(rank_min, rank_max, r) -> np.ndarray:
+    """P(rank <= r) for a rank spread uniformly over ``rank_min .. rank_max`` (Annex F.2).
+
+    Examples
+    --------
+    >>> tie_share(np.array([1.0, 2.0]), np.array([2.0, 5.0]), 2).tolist()
+    [1.0, 0.25]
+    """
+    rank_min = np.asarray(rank_min, dtype=float)
+    width = np.asarray(rank_max, dtype=float) - rank_min + 1
+    return np.clip((np.asarray(r, dtype=float) - rank_min + 1) / width, 0.0, 1.0)
+
+
+def orientation_message(mated: np.ndarray, others: np.ndarray, kind: str) -> str | None:
+    """A warning sentence when mated scores sit below the others for the declared kind.
+
+    ``mated`` and ``others`` are similarity-oriented (distances negated).
+    """
+    if mated.size < 5 or others.size < 5:
+        return None
+    others = np.sort(others)
+    # the share of (mated, other) pairs in the right order (an AUC), against chance with a margin of 3 SE
+    auc = float(np.mean((np.searchsorted(others, mated, side="left") + np.searchsorted(others, mated, side="right"))
+                        / (2 * others.size)))
+    if np.median(mated) < np.median(others) and auc < 0.5 - 3 / np.sqrt(12 * mated.size):
+        other = "distance" if kind == "similarity" else "similarity"
+        return (f"the mated scores sit below the non-mated ones for score_kind={kind!r} (median mated "
+                f"{_fmt(mated, kind)} against {_fmt(others, kind)}): the scores are probably {other} scores. "
+                f"Declare score_kind={other!r}, or the error rates, the EER and every curve are wrong.")
+    return None
+
+
+def _fmt(a, kind) -> str:
+    v = float(np.median(a))
+    return f"{-v if kind == 'distance' else v:.4g}"
+
+
+def warn_if_reversed(mated, others, kind) -> None:
+    message = orientation_message(mated, others, kind)
+    if message:
+        warnings.warn(message, ScoreKindWarning, stacklevel=3)
+
+
+# ------------------------------------------------------------------ grouping
+class ListIndex:
+    """Flat positions of the mated and excluded (self) comparisons in a group of a list."""
+
+    def __init__(self, mated: np.ndarray, excluded: np.ndarray):
+        self.mated = mated.astype(np.int64)
+        self.excluded = excluded.astype(np.int64)
+
+
+def as_data(obj, what: str = "this statistic"):
+    """Check that ``obj`` is a score cube or a comparison list; say how to get one otherwise."""
+    if isinstance(obj, xr.DataArray) or is_comparison_list(obj):
+        return obj
+    if isinstance(obj, xr.Dataset):
+        raise ScoreCubeError(
+            f"{what} takes a score cube (a DataArray) or a comparison list (a Dataset over 'comparison' with a "
+            f"'score' variable); this Dataset has dims {dict(obj.sizes)} and variables {list(obj.data_vars)}. "
+            "Build a list with bioxr.comparison_list(...) or bioxr.from_frame(df, ...).")
+    if isinstance(obj, pd.DataFrame):
+        raise TypeError(f"{what} takes a score cube or a comparison list, not a DataFrame: convert it with "
+                        "bioxr.from_frame(df, score=..., subject=..., reference_subject=...).")
+    raise TypeError(f"{what} takes a score cube or a comparison list, got {type(obj).__name__}. For two arrays of "
+                    "mated and non-mated scores use bioxr.from_scores(mated, nonmated).")
+
+
+class Grouped:
+    """A score cube or a comparison list split into one group of comparisons per kept-dims combination.
+
+    Parameters
+    ----------
+    obj : xarray.DataArray or xarray.Dataset
+        A score cube or a comparison list.
+    dim : str, sequence of str or None
+        What to pool over: probe dims of a cube, or the ``probe_dims``
+        cofactors of a list; the rest are kept.
+    failure_policy : {"exclude", "nist", "iso"}
+    """
+
+    def __init__(self, obj, dim, *, failure_policy: str = "exclude"):
+        self.policy = check_policy(failure_policy)
+        as_data(obj)
+        self.form = "list" if isinstance(obj, xr.Dataset) else "cube"
+        if self.form == "list":
+            self._init_list(obj, dim)
+        else:
+            self._init_cube(obj, dim)
+        self.distance = self.kind == "distance"
+
+    # -- a cube ---------------------------------------------------------------
+    def _init_cube(self, cube, dim):
+        # the scores themselves are checked for infinities in the pass that reads them (bioxr.counting)
+        validate_score_cube(cube, require_nonmated=False, check_values=False)
+        self.kind = score_kind(cube)
+        reduced = reduce_dims(cube, dim, default=probe_dims(cube))
+        self.kept = tuple(d for d in probe_dims(cube) if d not in reduced)
+        if cube.chunks is not None:
+            # dask merges dims without rechunking only when the first of them carries the chunks
+            chunked = {d for d, c in zip(cube.dims, cube.chunks) if len(c) > 1}
+            reduced = tuple(sorted(reduced, key=lambda d: d not in chunked))
+            self.kept = tuple(sorted(self.kept, key=lambda d: d not in chunked))
+        order = (*self.kept, *reduced, REFERENCE)
+        cube = cube.transpose(*order)
+        self.kept_shape = tuple(cube.sizes[d] for d in self.kept)
+        self.n_groups = int(np.prod(self.kept_shape)) if self.kept else 1
+        self.kept_coords = {
+            name: coord.variable for name, coord in cube.coords.items() if coord.dims and set(coord.dims) <= set(self.kept)
+        }
+        self.n_ref = cube.sizes[REFERENCE]
+        self.data = cube.data.reshape(self.n_groups, -1, self.n_ref)
+        self.lazy = cube.chunks is not None
+        probe_codes, self.ref_codes, self_cols = label_codes(cube, order[:-1])
+        self.probe_codes = probe_codes.reshape(self.n_groups, -1)
+        self.self_cols = None if self_cols is None else self_cols.reshape(self.n_groups, -1)
+        self._cube, self._order = cube, order
+        self.has_subjects = True
+        self._failures_cube(cube, order)
+
+    def _failures_cube(self, cube, order):
+        fe = fa = None
+        if "failed_enrolment" in cube.coords:
+            fe = np.asarray(cube["failed_enrolment"].values, dtype=bool)
+            if cube["failed_enrolment"].dims != (REFERENCE,):
+                raise ScoreCubeError("the 'failed_enrolment' coordinate must lie on 'reference' alone.")
+        if "failed_acquisition" in cube.coords:
+            coord = cube["failed_acquisition"]
+            if REFERENCE in coord.dims:
+                raise ScoreCubeError("the 'failed_acquisition' coordinate must lie on probe dimensions.")
+            template = cube.isel({REFERENCE: 0}, drop=True)
+            fa = np.asarray(coord.broadcast_like(template).transpose(*order[:-1]).values, dtype=bool)
+            fa = fa.reshape(self.n_groups, -1)
+        self._fe, self._fa = fe, fa
+        self.has_failures = bool((fe is not None and fe.any()) or (fa is not None and fa.any()))
+
+    # -- a list ---------------------------------------------------------------
+    def _init_list(self, ds, dim):
+        ds = canonical(validate_comparison_list(ds, require_nonmated=False))
+        self.kind = ds.attrs.get("score_kind", "similarity")
+        candidates = tuple(d for d in ds.attrs.get("probe_dims", []) if d in ds.coords)
+        if dim is None:
+            reduced = candidates
+        else:
+            names = (dim,) if isinstance(dim, str) else tuple(dim)
+            unknown = [d for d in names if d not in candidates and d != COMPARISON]
+            if unknown:
+                raise ValueError(
+                    f"dim={dim!r} names {unknown}, which this comparison list does not have as probe dims; its "
+                    f"probe dims (attrs['probe_dims']) are {list(candidates)}. Declare cofactors as probe dims with "
+                    "bioxr.comparison_list(..., probe_dims=[...]).")
+            reduced = names
+        self.kept = tuple(d for d in candidates if d not in reduced)
+        self.lazy = False
+        self.n_ref = None
+        self.has_subjects = has_subjects(ds)
+        score = np.asarray(ds["score"].values)
+        mated = mated_flags(ds)
+        selfc = self_flags(ds)
+        failed = np.zeros(score.size, dtype=bool)
+        for name in ("failed_enrolment", "failed_acquisition"):
+            if name in ds.coords:
+                failed |= np.asarray(ds[name].values, dtype=bool)
+        self.has_failures = bool(failed.any())
+        codes, levels = [], []
+        for k in self.kept:
+            c, u = pd.factorize(np.asarray(ds[k].values), sort=False)
+            codes.append(c)
+            levels.append(np.asarray(u))
+        self.kept_shape = tuple(len(u) for u in levels)
+        self.n_groups = int(np.prod(self.kept_shape)) if self.kept else 1
+        if self.kept:
+            gcode = np.ravel_multi_index(codes, self.kept_shape)
+            order = np.argsort(gcode, kind="stable")
+            bounds = np.searchsorted(gcode[order], np.arange(self.n_groups + 1))
+        else:
+            order, bounds = None, np.array([0, score.size])
+        self._list = dict(score=score, mated=mated, self=selfc, failed=failed, order=order, bounds=bounds)
+        self._ds = ds
+        self.kept_coords = {k: xr.Variable(k, u) for k, u in zip(self.kept, levels)}
+        if self.kept:
+            self.kept_coords.update(_dependent_coords(ds, self.kept, codes, levels))
+
+    def _take(self, name, g):
+        a = self._list[name]
+        if a is None:
+            return None
+        order, b = self._list["order"], self._list["bounds"]
+        return a if order is None else a[order[b[g] : b[g + 1]]]
+
+    # -- per group ------------------------------------------------------------
+    def block(self, g: int):
+        """The group's scores (NumPy, or dask for a lazy cube) and its :class:`CellIndex`."""
+        if self.form == "list":
+            values = self._take("score", g)
+            mated = self._take("mated", g)
+            selfc = self._take("self", g)
+            if selfc is None:
+                return values, ListIndex(np.flatnonzero(mated), np.empty(0, dtype=np.int64))
+            return values, ListIndex(np.flatnonzero(mated & ~selfc), np.flatnonzero(selfc))
+        values = self.data[g]
+        if not self.lazy:
+            values = np.asarray(values)
+            if not np.issubdtype(values.dtype, np.floating):
+                values = values.astype(np.float64)
+        self_cols = None if self.self_cols is None else self.self_cols[g]
+        return values, CellIndex(self.probe_codes[g], self.ref_codes, self_cols)
+
+    def failure_counts(self, g: int, index=None) -> tuple[int, int]:
+        """Failed mated and failed non-mated comparisons of group ``g`` (self comparisons left out)."""
+        if not self.has_failures:
+            return 0, 0
+        if self.form == "list":
+            failed = self._take("failed", g)
+            mated = self._take("mated", g)
+            selfc = self._take("self", g)
+            ok = failed if selfc is None else failed & ~selfc
+            n_m = int(np.count_nonzero(ok & mated))
+            return n_m, int(np.count_nonzero(ok)) - n_m
+        if index is None:
+            index = self.block(g)[1]
+        n_rows = self.probe_codes.shape[1]
+        fe = self._fe if self._fe is not None else np.zeros(self.n_ref, dtype=bool)
+        fa = self._fa[g] if self._fa is not None else np.zeros(n_rows, dtype=bool)
+        rows, cols = index.mated // self.n_ref, index.mated % self.n_ref
+        n_m = int(np.count_nonzero(fe[cols] | fa[rows]))
+        n_fa, n_fe = int(fa.sum()), int(fe.sum())
+        total = n_fa * self.n_ref + n_fe * n_rows - n_fa * n_fe
+        if index.excluded.size:
+            er, ec = index.excluded // self.n_ref, index.excluded % self.n_ref
+            total -= int(np.count_nonzero(fe[ec] | fa[er]))
+        return n_m, total - n_m
+
+    def failed_at(self, g: int, pos: np.ndarray) -> np.ndarray:
+        """True where the comparisons at flat positions ``pos`` of group ``g`` failed."""
+        if not self.has_failures:
+            return np.zeros(pos.size, dtype=bool)
+        if self.form == "list":
+            return self._take("failed", g)[pos]
+        fe = self._fe if self._fe is not None else np.zeros(self.n_ref, dtype=bool)
+        out = fe[pos % self.n_ref]
+        if self._fa is not None:
+            out = out | self._fa[g][pos // self.n_ref]
+        return out
+
+    def unit_failures(self) -> dict:
+        """Failed and total references and probes (for FTE and FTA), over the whole data."""
+        if self.form == "cube":
+            n_ref = self.n_ref
+            n_fe = int(self._fe.sum()) if self._fe is not None else 0
+            n_probes = int(self.probe_codes.size)
+            n_fa = int(self._fa.sum()) if self._fa is not None else 0
+            return dict(n_failed_enrolments=n_fe, n_references=n_ref, n_failed_acquisitions=n_fa, n_probes=n_probes)
+        ds = self._ds
+        out = {}
+        for side, flag, keys in (("references", "failed_enrolment", ("reference_id", "reference", "reference_subject")),
+                                 ("probes", "failed_acquisition", (*ds.attrs.get("probe_dims", []), "probe_id",
+                                                                   "probe", "subject"))):
+            key = [k for k in keys if k in ds.coords]
+            if side == "probes" and ds.attrs.get("probe_dims"):
+                key = [k for k in ds.attrs["probe_dims"] if k in ds.coords] or key[:1]
+            else:
+                key = key[:1]
+            if key:
+                frame = pd.DataFrame({k: np.asarray(ds[k].values) for k in key})
+                codes = frame.groupby(key, sort=False).ngroup().to_numpy()
+            else:
+                codes = np.arange(ds.sizes[COMPARISON])
+            n_units = int(codes.max()) + 1 if codes.size else 0
+            if flag in ds.coords:
+                flags = np.asarray(ds[flag].values, dtype=bool)
+                n_failed = int(np.unique(codes[flags]).size)
+            else:
+                n_failed = 0
+            name = "n_failed_enrolments" if side == "references" else "n_failed_acquisitions"
+            out[name] = n_failed
+            out[f"n_{side}"] = n_units
+        return out
+
+    def probe_labels(self, g: int, name: str):
+        """A function from flat positions in group ``g`` to the values of a probe-side coordinate."""
+        if self.form == "list":
+            if name not in self._ds.coords:
+                raise ValueError(f"by={name!r} is not a coordinate of the comparison list; its coordinates are "
+                                 f"{sorted(map(str, self._ds.coords))}.")
+            labels = self._take_values(name, g)
+            return lambda pos: labels[pos]
+        cube, order = self._cube, self._order
+        template = cube.isel({REFERENCE: 0}, drop=True)
+        rows = np.asarray(cube[name].broadcast_like(template).transpose(*order[:-1]).values).reshape(self.n_groups, -1)[g]
+        n_ref = self.n_ref
+        return lambda pos: rows[pos // n_ref]
+
+    def _take_values(self, name, g):
+        a = np.asarray(self._ds[name].values)
+        order, b = self._list["order"], self._list["bounds"]
+        return a if order is None else a[order[b[g] : b[g + 1]]]
+
+    # -- results --------------------------------------------------------------
+    def dataarray(self, data, extra_dims=(), extra_coords=None) -> xr.DataArray:
+        data = np.asarray(data)
+        shape = (*self.kept_shape, *data.shape[1:])
+        coords = dict(self.kept_coords)
+        coords.update(extra_coords or {})
+        return xr.DataArray(data.reshape(shape), dims=(*self.kept, *extra_dims), coords=coords)
+
+    def orient(self, t):
+        """Thresholds between similarity orientation and the scores' own."""
+        return -np.asarray(t, dtype=float) if self.distance else np.asarray(t, dtype=float)
+
+    def require(self, pool, g: int, what: str, *, mated=True, nonmated=True):
+        for flag, n, label in ((mated, pool.n_mated, "mated"), (nonmated, pool.n_nonmated, "non-mated")):
+            if flag and n == 0:
+                where = f" in group {g} of the kept dims {list(self.kept)}" if self.kept else ""
+                raise ValueError(
+                    f"{what} needs {label} comparisons, but there are none{where}. Reduce over "
+                    "more dimensions (dim=...) or select groups that have them."
+                )
+
+    def policy_attrs(self) -> dict:
+        attrs = {"failure_policy": self.policy, "failure_rule": FAILURE_RULES[self.policy]}
+        if self.has_failures:
+            attrs.update(self.unit_failures())
+        return attrs
+
+    def require_subjects(self, what: str) -> None:
+        if not self.has_subjects:
+            raise_no_subjects(what)
+
+
+def raise_no_subjects(what: str):
+    raise ValueError(
+        f"{what} needs to know who gave each score, but these comparisons have no subject labels (they came from "
+        "two arrays of scores). Comparisons of one person are correlated, so an interval that treats every score "
+        "as independent is too narrow. Supply the subjects: bioxr.comparison_list(scores, subject=..., "
+        "reference_subject=...) or bioxr.from_frame(df, ...). Without them, bioxr.intervals.rates_interval gives "
+        "binomial intervals that assume independent comparisons.")
+
+
+def _dependent_coords(ds, kept, codes, levels) -> dict:
+    """Coordinates of a list that are constant within the groups of one kept name (as on a cube)."""
+    out = {}
+    skip = set(kept) | set(RESERVED) | {REFERENCE}
+    for name, coord in ds.coords.items():
+        if name in skip or coord.dims != (COMPARISON,) or str(name).startswith("reference_"):
+            continue
+        values = np.asarray(coord.values)
+        for k, c, u in zip(kept, codes, levels):
+            frame = pd.DataFrame({"c": c, "v": values})
+            if (frame.groupby("c")["v"].nunique(dropna=False) <= 1).all():
+                first = np.unique(c, return_index=True)[1]
+                out[name] = xr.Variable(k, values[first])
+                break
+    return out
+
+
+# ------------------------------------------------------------------ flat comparisons
+def flat_comparisons(obj, *, failure_policy: str = "exclude"):
+    """Every counted comparison as flat arrays, for estimators that need them one by one.
+
+    Returns ``(scores, probe_subject, reference_subject, mated, kind)``;
+    NaN and self comparisons left out. Under ``"nist"`` failed comparisons
+    are kept with the score ``-inf`` (similarity) or ``+inf`` (distance):
+    never accepted, so a mated one is an error at every threshold.
+    """
+    policy = check_policy(failure_policy)
+    as_data(obj)
+    if isinstance(obj, xr.Dataset):
+        obj = canonical(validate_comparison_list(obj))
+        if not has_subjects(obj):
+            raise_no_subjects("the subject bootstrap")
+        kind = obj.attrs.get("score_kind", "similarity")
+        score = np.asarray(obj["score"].values, dtype=float)
+        keep = ~np.isnan(score)
+        selfc = self_flags(obj)
+        if policy == "nist":
+            failed = np.zeros(score.size, dtype=bool)
+            for name in ("failed_enrolment", "failed_acquisition"):
+                if name in obj.coords:
+                    failed |= np.asarray(obj[name].values, dtype=bool)
+            score = np.where(failed, -np.inf if kind == "similarity" else np.inf, score)
+            keep |= failed
+        if selfc is not None:
+            keep &= ~selfc
+        p = np.asarray(obj["subject"].values)[keep]
+        r = np.asarray(obj["reference_subject"].values)[keep]
+        return score[keep], p, r, p == r, kind
+    cube = obj
+    if cube.chunks is not None:
+        cube = cube.compute()
+    groups = Grouped(cube, None, failure_policy=policy)
+    values, index = groups.block(0)
+    flat = values.reshape(-1)
+    n_ref = groups.n_ref
+    valid = ~np.isnan(flat)
+    if index.excluded.size:
+        valid[index.excluded] = False
+    if policy == "nist" and groups.has_failures:
+        fe = groups._fe if groups._fe is not None else np.zeros(n_ref, dtype=bool)
+        fa = groups._fa[0] if groups._fa is not None else np.zeros(flat.size // n_ref, dtype=bool)
+        failed = (fa[:, None] | fe[None, :]).reshape(-1)
+        if index.excluded.size:
+            failed[index.excluded] = False
+        flat = np.where(failed, -np.inf if groups.kind == "similarity" else np.inf, flat)
+        valid |= failed
+    pos = np.flatnonzero(valid)
+    mated = np.zeros(flat.size, dtype=bool)
+    mated[index.mated] = True
+    subject = groups.probe_labels(0, "subject")
+    ref_subject = np.asarray(groups._cube["reference_subject"].values)
+    return flat[pos], subject(pos), ref_subject[pos % n_ref], mated[pos], groups.kind
