@@ -109,10 +109,12 @@ class BioAccessor:
         return _correlation.attempt_counts(self._obj, threshold, by=by, dim=dim, failure_policy=failure_policy)
 
     def fnmr_interval(
-        self, threshold, *, by: str = "subject", method: str = "wilson", level: float = 0.95, design: str = "icc", dim=None
+        self, threshold, *, by: str = "subject", method: str = "wilson", level: float = 0.95, design: str = "icc", dim=None,
+        failure_policy: str = "exclude",
     ) -> xr.Dataset:
         """FNMR with an interval for correlated attempts; see :func:`bioxr.correlation.fnmr_interval`."""
-        return _correlation.fnmr_interval(self._obj, threshold, by=by, method=method, level=level, design=design, dim=dim)
+        return _correlation.fnmr_interval(self._obj, threshold, by=by, method=method, level=level, design=design, dim=dim,
+                                          failure_policy=failure_policy)
 
     def rates_interval(self, *, method: str = "wilson", level: float = 0.95, n_eff=None) -> xr.Dataset:
         """Intervals for the rates of a result Dataset; see :func:`bioxr.intervals.rates_interval`."""

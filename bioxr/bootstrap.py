@@ -145,14 +145,16 @@ class _Stats:
         """FMR per replicate: pair weights w_a * w_c, summed per grid bin, then over bins >= j."""
         wt = np.ascontiguousarray(w.T, dtype=np.float32)  # (units, replicates): rows gather fast
         out = np.empty((w.shape[0], self.grid.size))
-        for s in range(0, w.shape[0], _CHUNK):
-            block = wt[:, s : s + _CHUNK]
+        # replicates per block: each (entries x block) temporary stays under about 16 MiB
+        chunk = int(max(1, min(_CHUNK, (1 << 22) // max(self.pair_a.size, 1))))
+        for s in range(0, w.shape[0], chunk):
+            block = wt[:, s : s + chunk]
             vals = block[self.pair_a] * block[self.pair_c]  # (entries, chunk), exact small integers
             vals *= self.count_f32[:, None]
             per_bin = np.zeros((self.grid.size + 1, vals.shape[1]))
             per_bin[self.bin_ids] = np.add.reduceat(vals, self.bin_starts, axis=0, dtype=np.float64)
             suffix = np.cumsum(per_bin[::-1], axis=0)[::-1]  # sum over bins >= j
-            out[s : s + _CHUNK] = (suffix[1:] / suffix[0]).T
+            out[s : s + chunk] = (suffix[1:] / suffix[0]).T
         return out
 
 

@@ -537,7 +537,7 @@ def to_cube(ds: xr.Dataset) -> xr.DataArray:
     """A dense score cube from a comparison list (absent pairs become NaN).
 
     The probe axis is the list's probe dims (``attrs["probe_dims"]``)
-    when it has them, else ``probe_id``, else ``subject``; the reference
+    when it has them, else ``probe_id`` (or ``probe``), else ``subject``; the reference
     axis is ``reference_id`` (or ``reference``), else ``reference_subject``.
     The cube is probes x references in memory: call it only when that is
     small enough. A list of 1e6 trials among 1e5 samples makes a cube of
@@ -558,7 +558,7 @@ def to_cube(ds: xr.Dataset) -> xr.DataArray:
     dims_ = [d for d in ds.attrs.get("probe_dims", []) if d in ds.coords]
     fallback = not dims_
     if fallback:
-        dims_ = ["probe_id" if "probe_id" in ds.coords else "subject"]
+        dims_ = [next((k for k in ("probe_id", "probe") if k in ds.coords), "subject")]
     ref_key = next((k for k in ("reference_id", "reference") if k in ds.coords), "reference_subject")
     frame = pd.DataFrame({k: np.asarray(ds[k].values) for k in [*dims_, ref_key]})
     if frame.duplicated().any():

@@ -388,13 +388,15 @@ def fnmr_interval(
     level: float = 0.95,
     design: str = "icc",
     dim=None,
+    failure_policy: str = "exclude",
 ) -> xr.Dataset:
     """FNMR at thresholds with a confidence interval that respects correlated attempts.
 
     Parameters
     ----------
-    cube : xarray.DataArray
-        A score cube.
+    cube : xarray.DataArray or xarray.Dataset
+        A score cube or a comparison list. ``failure_policy`` as in
+        :func:`attempt_counts` ("exclude" or "nist").
     threshold : float or array_like
         Decision threshold(s); a sequence becomes the ``threshold`` dim.
     by : str, keyword-only
@@ -443,14 +445,13 @@ def fnmr_interval(
     >>> bool((res.fnmr_interval.diff("bound") > naive.fnmr_interval.diff("bound")).all())
     True
     """
-    counts = attempt_counts(cube, threshold, by=by, dim=dim)
+    counts = attempt_counts(cube, threshold, by=by, dim=dim, failure_policy=failure_policy)
     res = clustered_interval(counts, method=method, level=level, design=design)
     res = res.rename({"rate": "fnmr", "rate_interval": "fnmr_interval", "rate_interval_method": "fnmr_interval_method"})
     res["fnmr"].attrs["long_name"] = "false non-match rate"
     res["errors"].attrs["long_name"] = "false non-matches"
     res["attempts"].attrs["long_name"] = "mated comparisons"
-    res.attrs.update({"by": counts.attrs["by"], "score_kind": counts.attrs["score_kind"],
-                      "decision_rule": counts.attrs["decision_rule"]})
+    res.attrs.update({k: v for k, v in counts.attrs.items() if k not in res.attrs})
     return res
 
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._core.errors import ScoreCubeError
+
 __all__ = ["CellIndex", "Pool", "MIN_WINDOW_CELLS", "mated_cells", "strided_sample"]
 
 _BLOCK = 1 << 16  # elements per block of the extraction pass (512 KiB of float64)
@@ -97,8 +99,6 @@ def _check_finite(block: np.ndarray) -> bool:
     if np.isfinite(np.add.reduce(block)):
         return False
     if np.isinf(block).any():
-        from .cube import ScoreCubeError
-
         raise ScoreCubeError(
             "the score cube holds infinite scores; scores must be finite (NaN means not compared, "
             "or declare a sentinel with missing=)."

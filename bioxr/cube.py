@@ -17,6 +17,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ._core.errors import ScoreCubeError
+from .counting import CellIndex
+
 __all__ = [
     "ScoreCubeError",
     "score_cube",
@@ -31,10 +34,6 @@ __all__ = [
 
 REFERENCE = "reference"
 SCORE_KINDS = ("similarity", "distance")
-
-
-class ScoreCubeError(ValueError):
-    """Raised when a score cube (or the data it is built from) is not valid."""
 
 
 def score_kind(cube: xr.DataArray) -> str:
@@ -342,8 +341,6 @@ def validate_score_cube(
             f"e.g. {sorted(map(str, ref_labels))[:3]}). Check that both sides use the same ids."
         )
     if not _is_lazy(cube):
-        from .counting import CellIndex
-
         probe_codes, ref_codes, self_cols = label_codes(cube, probe_dims(cube))
         index = CellIndex(probe_codes, ref_codes, self_cols)
         flat = values.reshape(-1)

@@ -28,7 +28,7 @@ import xarray as xr
 
 from . import counting
 from . import eer as _eer
-from .counting import CellIndex, Pool, mated_cells, strided_sample
+from .counting import Pool, mated_cells, strided_sample
 from ._core import Grouped, check_targets, warn_if_reversed
 from .cube import ScoreCubeError
 

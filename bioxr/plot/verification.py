@@ -316,8 +316,8 @@ def score_histogram(cube: xr.DataArray, *, threshold=None, bins: int = 60,
 
     Parameters
     ----------
-    cube : xarray.DataArray
-        A score cube.
+    cube : xarray.DataArray or xarray.Dataset
+        A score cube or a comparison list.
     threshold : float or mapping of str to float, optional, keyword-only
         Thresholds drawn as vertical rules; a mapping labels each one, e.g.
         ``{"EER (rocch)": 1.2}``. Infinite values are skipped.
@@ -338,17 +338,11 @@ def score_histogram(cube: xr.DataArray, *, threshold=None, bins: int = 60,
     >>> [layer["mark"]["type"] for layer in spec["layer"]]
     ['rect', 'rule', 'text']
     """
-    from ..cube import compared_mask, mated_mask, score_kind, validate_score_cube
+    from .._core import split_scores
 
-    validate_score_cube(cube)
     if int(bins) < 1:
         raise ValueError("bins must be a positive integer.")
-    compared = compared_mask(cube)
-    mated = (mated_mask(cube) & compared).transpose(*cube.dims)
-    nonmated = (~mated_mask(cube) & compared).transpose(*cube.dims)
-    values = np.asarray(cube.values, dtype=float)
-    m_scores = values[np.asarray(mated.values)]
-    n_scores = values[np.asarray(nonmated.values)]
+    m_scores, n_scores, kind = split_scores(cube)
     both = np.concatenate([m_scores, n_scores])
     edges = np.histogram_bin_edges(both, bins=int(bins))
     rows = []
@@ -358,7 +352,6 @@ def score_histogram(cube: xr.DataArray, *, threshold=None, bins: int = 60,
         rows.append(pd.DataFrame({"start": edges[:-1], "end": edges[1:], "density": density, "count": counts,
                                   "comparison": label}))
     frame = pd.concat(rows, ignore_index=True)
-    kind = score_kind(cube)
     layers = [
         alt.Chart(frame).mark_rect(opacity=0.5).encode(
             x=alt.X("start:Q", scale=alt.Scale(zero=False, nice=False, domain=[float(edges[0]), float(edges[-1])]),

@@ -1,125 +1,17 @@
-"""The private core every topic module shares: grouped comparisons, checks, the tie share.
-
-Score cubes and comparison lists are two forms of the same data. Topic
-modules never handle them separately: :class:`Grouped` splits either form
-into groups of comparisons (one per combination of the kept dims) and
-hands each group out as ``(values, index)``: the group's scores (a 2-D
-block of a cube, or a 1-D slice of a list) and the flat positions of its
-mated and excluded (self) comparisons. :mod:`bioxr.counting` works on that
-pair, whatever the form.
-
-Also here: the failure policies, the checks of ``level``, ``n_replicates``
-and targets, the Annex F tie share, and the reversed-score-kind check.
-"""
+"""Grouped comparisons: score cubes and comparison lists split into groups for the counting engine."""
 
 from __future__ import annotations
-
-import warnings
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .comparisons import COMPARISON, RESERVED, canonical, has_subjects, is_comparison_list, mated_flags, self_flags
-from .comparisons import validate_comparison_list
-from .counting import CellIndex
-from .cube import REFERENCE, ScoreCubeError, label_codes, probe_dims, reduce_dims, score_kind, validate_score_cube
-
-FAILURE_POLICIES = ("exclude", "nist", "iso")
-FAILURE_RULES = {
-    "exclude": "failed enrolments and acquisitions are left out of every rate (counted in attrs)",
-    "nist": ("a mated comparison with a failed enrolment or acquisition is a false non-match at every threshold; "
-             "a non-mated one is a correct non-match (FMR unaffected in its numerator)"),
-    "iso": ("ISO/IEC 19795-1 generalized rates: GFRR = FTE + (1-FTE) FTA + (1-FTE)(1-FTA) FNMR, "
-            "GFAR = (1-FTE)(1-FTA) FMR, with FNMR and FMR over the comparisons that were made"),
-}
-
-
-class ScoreKindWarning(UserWarning):
-    """The scores look reversed for the declared ``score_kind``."""
-
-
-# ------------------------------------------------------------------ checks
-def check_level(level) -> float:
-    """A confidence level strictly between 0 and 1."""
-    try:
-        value = float(level)
-    except (TypeError, ValueError):
-        raise ValueError(f"level={level!r}; give a confidence level between 0 and 1, e.g. 0.95.") from None
-    if not 0 < value < 1:
-        raise ValueError(f"level={level!r}; a confidence level lies strictly between 0 and 1, e.g. 0.95.")
-    return value
-
-
-def check_replicates(n_replicates, *, minimum: int = 2) -> int:
-    """A whole number of bootstrap replicates, at least ``minimum``."""
-    if isinstance(n_replicates, bool) or not float(n_replicates).is_integer() or int(n_replicates) < minimum:
-        raise ValueError(f"n_replicates={n_replicates!r}; give a whole number of replicates, at least {minimum} "
-                         "(1,000 or more for 95% intervals).")
-    return int(n_replicates)
-
-
-def check_targets(values, name: str, *, closed: bool = True) -> np.ndarray:
-    """Rate targets as a 1-D float array in [0, 1] (or (0, 1) with ``closed=False``)."""
-    a = np.atleast_1d(np.asarray(values, dtype=float))
-    bad = a.ndim != 1 or a.size == 0 or np.isnan(a).any()
-    bad = bad or ((a < 0).any() or (a > 1).any() if closed else (a <= 0).any() or (a >= 1).any())
-    if bad:
-        span = "[0, 1]" if closed else "(0, 1)"
-        raise ValueError(f"{name} targets must be numbers in {span}; got {values!r}.")
-    return a
-
-
-def check_policy(policy) -> str:
-    if policy not in FAILURE_POLICIES:
-        raise ValueError(f"failure_policy={policy!r}; choose one of {FAILURE_POLICIES}: 'exclude' leaves failures "
-                         "out, 'nist' counts a failed template as a false non-match, 'iso' gives the generalized "
-                         "rates GFAR and GFRR.")
-    return policy
-
-
-def tie_share(rank_min, rank_max, r) -> np.ndarray:
-    """P(rank <= r) for a rank spread uniformly over ``rank_min .. rank_max`` (Annex F.2).
-
-    Examples
-    --------
-    >>> tie_share(np.array([1.0, 2.0]), np.array([2.0, 5.0]), 2).tolist()
-    [1.0, 0.25]
-    """
-    rank_min = np.asarray(rank_min, dtype=float)
-    width = np.asarray(rank_max, dtype=float) - rank_min + 1
-    return np.clip((np.asarray(r, dtype=float) - rank_min + 1) / width, 0.0, 1.0)
-
-
-def orientation_message(mated: np.ndarray, others: np.ndarray, kind: str) -> str | None:
-    """A warning sentence when mated scores sit below the others for the declared kind.
-
-    ``mated`` and ``others`` are similarity-oriented (distances negated).
-    """
-    if mated.size < 5 or others.size < 5:
-        return None
-    others = np.sort(others)
-    # the share of (mated, other) pairs in the right order (an AUC), against chance with a margin of 3 SE
-    auc = float(np.mean((np.searchsorted(others, mated, side="left") + np.searchsorted(others, mated, side="right"))
-                        / (2 * others.size)))
-    if np.median(mated) < np.median(others) and auc < 0.5 - 3 / np.sqrt(12 * mated.size):
-        other = "distance" if kind == "similarity" else "similarity"
-        return (f"the mated scores sit below the non-mated ones for score_kind={kind!r} (median mated "
-                f"{_fmt(mated, kind)} against {_fmt(others, kind)}): the scores are probably {other} scores. "
-                f"Declare score_kind={other!r}, or the error rates, the EER and every curve are wrong.")
-    return None
-
-
-def _fmt(a, kind) -> str:
-    v = float(np.median(a))
-    return f"{-v if kind == 'distance' else v:.4g}"
-
-
-def warn_if_reversed(mated, others, kind) -> None:
-    message = orientation_message(mated, others, kind)
-    if message:
-        warnings.warn(message, ScoreKindWarning, stacklevel=3)
-
+from ..comparisons import COMPARISON, RESERVED, canonical, has_subjects, is_comparison_list, mated_flags, self_flags
+from ..comparisons import validate_comparison_list
+from ..counting import CellIndex
+from ..cube import REFERENCE, label_codes, probe_dims, reduce_dims, score_kind, validate_score_cube
+from .checks import FAILURE_RULES, check_policy
+from .errors import ScoreCubeError
 
 # ------------------------------------------------------------------ grouping
 class ListIndex:
@@ -489,3 +381,16 @@ def flat_comparisons(obj, *, failure_policy: str = "exclude"):
     subject = groups.probe_labels(0, "subject")
     ref_subject = np.asarray(groups._cube["reference_subject"].values)
     return flat[pos], subject(pos), ref_subject[pos % n_ref], mated[pos], groups.kind
+
+
+def split_scores(obj) -> tuple[np.ndarray, np.ndarray, str]:
+    """All mated and all non-mated scores of a cube or list (their own orientation), NaN and self left out."""
+    groups = Grouped(obj, None)
+    values, index = groups.block(0)
+    flat = np.asarray(values, dtype=float).reshape(-1)
+    mated = flat[index.mated]
+    other = np.ones(flat.size, dtype=bool)
+    other[index.mated] = False
+    other[index.excluded] = False
+    nonmated = flat[other]
+    return mated[~np.isnan(mated)], nonmated[~np.isnan(nonmated)], groups.kind
