@@ -31,6 +31,8 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
+from ._core import tie_share
+
 __all__ = [
     "ESTIMATORS",
     "dichotomize",
@@ -126,7 +128,7 @@ def dichotomize(
             success = xr.where(hi <= rank, 1.0, 0.0)
             rule = f"rank-{int(rank)} success: mated_rank_max <= {int(rank)}"
         else:
-            success = ((rank - lo + 1) / (hi - lo + 1)).clip(0.0, 1.0)
+            success = xr.apply_ufunc(tie_share, lo, hi, rank)  # Annex F share of the range at or below rank
             rule = f"rank-{int(rank)} success: share of mated_rank_min..mated_rank_max at or below {int(rank)}"
         success = success.where(lo.notnull())
         attrs = {"rule": rule, "ties": ties}

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from ._core import tie_share
 from .comparisons import is_comparison_list
 from .cube import REFERENCE, reduce_dims
 from .outcomes import outcomes
@@ -104,9 +105,8 @@ class _Probes:
 
 
 def _share_at_or_below(rank_min: np.ndarray, rank_max: np.ndarray, r) -> np.ndarray:
-    """P(rank <= r) for ranks spread uniformly over rank_min .. rank_max."""
-    width = rank_max - rank_min + 1
-    return np.clip((np.asarray(r, dtype=float) - rank_min + 1) / width, 0.0, 1.0)
+    """P(rank <= r) for ranks spread uniformly over rank_min .. rank_max (the core's Annex F share)."""
+    return tie_share(rank_min, rank_max, r)
 
 
 def cmc_curve(obj, *, dim=None, max_rank: int | None = None) -> xr.Dataset:
