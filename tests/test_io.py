@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import zipfile
 
 import numpy as np
@@ -12,6 +13,8 @@ import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import bioxr
+from bioxr.comparisons import is_comparison_list
 from bioxr.cube import ScoreCubeError, compared_mask, mated_mask, score_cube
 from bioxr.io import (
     ScoreFileError,
@@ -120,7 +123,7 @@ def test_long_round_trip(tmp_path_factory, suffix, data):
         write_rows(path, columns, [row[:4] + [repr(row[4])] for row in rows[::-1]])
     else:
         pd.DataFrame(rows[::-1], columns=columns).to_parquet(path)
-    cube = read_long(path, probe_subject="probe_subject", reference_subject="ref_subject")
+    cube = read_long(path, probe_subject="probe_subject", reference_subject="ref_subject", layout="cube")
     probes, refs, part = compared_part(probe_ids, ref_ids, scores)
     assert sorted(cube["probe"].values) == sorted(probes) and sorted(cube["reference"].values) == sorted(refs)
     np.testing.assert_array_equal(matrix_of(cube, probes, refs), part)
@@ -146,7 +149,7 @@ def test_long_self_comparisons_are_marked_and_counted(tmp_path):
     rows = [["s1", "a", "s1", "a", "1.0"], ["s1", "a", "s2", "a", "0.9"], ["s1", "a", "s3", "b", "0.1"],
             ["s2", "a", "s1", "a", "0.8"]]
     path = write_rows(tmp_path / "s.csv", ["probe", "ps", "reference", "rs", "score"], rows)
-    cube = read_long(path, probe_subject="ps", reference_subject="rs")
+    cube = read_long(path, probe_subject="ps", reference_subject="rs", sample_ids=True)
     assert cube.attrs["n_self_comparisons"] == 1
     assert int((mated_mask(cube) & compared_mask(cube)).sum()) == 2
 
@@ -173,7 +176,7 @@ def test_parquet_round_trip_with_cofactors(tmp_path):
     np.testing.assert_array_equal(cube["gallery_quality"].values, [0.5, 0.7])
     np.testing.assert_array_equal(cube.values, np.array([[0.9, 0.2], [0.3, 0.8], [np.nan, 0.1]], np.float32))
     assert cube.attrs["n_not_compared"] == 1
-    assert read_scores(path, probe_subject="probe_subject").identical(cube)
+    assert read_scores(path, columns={"subject": "probe_subject"}).identical(cube)
 
 
 def test_cofactor_placement_with_gaps_and_constants(tmp_path):
@@ -206,7 +209,7 @@ def test_bob_5_column_round_trip(tmp_path_factory, data):
             if not np.isnan(scores[i, j]):
                 lines.append(f"{rs} {r} {ps} {p} {float(scores[i, j])!r}")
     path = write_text(tmp_path_factory.mktemp("b") / "s.5col", "\n".join(lines) + "\n")
-    cube = read_bob(path)
+    cube = read_bob(path, sample_ids=True, layout="cube")
     probes, refs, part = compared_part(probe_ids, ref_ids, scores)
     np.testing.assert_array_equal(matrix_of(cube, probes, refs), part)
     assert dict(zip(cube["probe"].values, cube["subject"].values)).items() <= dict(zip(probe_ids, psubj)).items()
@@ -214,7 +217,7 @@ def test_bob_5_column_round_trip(tmp_path_factory, data):
         zip(ref_ids, rsubj)).items()
     assert list(cube["reference_id"].values) == list(cube["reference"].values)
     assert cube.attrs["n_not_compared"] == int(np.isnan(part).sum())
-    assert read_scores(path).identical(cube)
+    assert read_scores(path, sample_ids=True, layout="cube").identical(cube)
 
 
 @HYPOTHESIS
@@ -224,13 +227,13 @@ def test_bob_4_column_round_trip(tmp_path_factory, data):
     lines = [f"{r} {p} {p}.png {float(scores[i, j])!r}" for i, p in enumerate(subjects)
              for j, r in enumerate(references) if not np.isnan(scores[i, j])]
     path = write_text(tmp_path_factory.mktemp("b") / "s.4col", "\n".join(lines))
-    cube = read_bob(path)
+    cube = read_bob(path, layout="cube")
     probes, refs, part = compared_part([f"{p}.png" for p in subjects], references, scores)
     np.testing.assert_array_equal(matrix_of(cube, probes, refs), part)
     assert [f"{s}.png" for s in cube["subject"].values] == list(cube["probe"].values)
     assert list(cube["reference_subject"].values) == list(cube["reference"].values)
     assert "reference_id" not in cube.coords and "probe_id" not in cube.coords
-    assert read_scores(path).identical(cube)
+    assert read_scores(path, layout="cube").identical(cube)
 
 
 def test_bob_4_column_values(tmp_path):
@@ -354,7 +357,7 @@ def test_read_scores_dispatches_matrix_and_long_csv(tmp_path):
     with pytest.raises(ScoreFileError, match="unknown format='excel'"):
         read_scores(matrix, format="excel")
     with pytest.raises(ScoreFileError, match="format='csv' or format='parquet'"):
-        read_long(write_text(tmp_path / "s.tsv", "probe\treference\tscore\n"))
+        read_long(write_text(tmp_path / "s.dat", "probe\treference\tscore\n"))
 
 
 # ---------------------------------------------------------------- bad input
@@ -641,3 +644,368 @@ def test_bssr1_finger_integer_scores(finger_csv):
     values = cube.values
     assert np.array_equal(values, np.round(values))
     assert values.min() == 0 and values.max() == 246
+
+
+# ------------------------------------------------- the vectorised parser: line numbers
+COMMENTED = "# scores of run 7\n\nprobe,reference,score\na,a,0.9\n# a note\n\na,b,0.1\n   \nb,b,0.8\n"
+
+
+@pytest.mark.parametrize("bad, line, match", [
+    ("b,a,abc", 11, r"line 11, column 'score': 'abc' is not a number"),
+    ("b,a", 11, r"line 11 has 2 cells but the header \(line 3\) has 3"),
+    ("b,a,0.5,extra", 11, r"line 11 has 4 cells but the header \(line 3\) has 3"),
+    ("b,a,-inf", 11, r"line 11, column 'score': the score is infinite"),
+    (",a,0.5", 11, r"line 11 has no probe id"),
+    ("a,b,0.3", 11, r"probe 'a' is compared with reference 'b' twice, at line 7 and line 11"),
+])
+def test_long_errors_keep_physical_line_numbers(tmp_path, bad, line, match):
+    path = write_text(tmp_path / "s.csv", COMMENTED + f"\n{bad}\n")
+    assert path.read_text().splitlines()[line - 1] == bad
+    with pytest.raises(ScoreFileError, match=rf"s\.csv: {match}"):
+        read_long(path)
+
+
+def test_long_errors_line_numbers_with_quoted_newlines(tmp_path):
+    path = write_text(tmp_path / "s.csv", 'probe,reference,score\n"a\nfirst",a,0.9\na,a,0.5\nb,"x",oops\n')
+    with pytest.raises(ScoreFileError, match=r"line 5, column 'score': 'oops' is not a number"):
+        read_long(path)
+    ok = write_text(tmp_path / "ok.csv", 'probe,reference,score\n"a,1",a,0.9\na,a,0.5\n')
+    assert list(read_long(ok, layout="list")["probe"].values) == ["a,1", "a"]
+
+
+def test_comment_lines_are_skipped_on_every_reader(tmp_path):
+    cube = read_long(write_text(tmp_path / "s.csv", COMMENTED), layout="cube")
+    np.testing.assert_array_equal(cube.values, [[0.9, 0.1], [np.nan, 0.8]])
+    matrix = read_matrix_csv(write_text(tmp_path / "m.csv", "# m\n,a,b\n\na,0.9,0.1\n# x\nb,0.2,0.8\n"))
+    np.testing.assert_array_equal(matrix.values, [[0.9, 0.1], [0.2, 0.8]])
+    bob = read_bob(write_text(tmp_path / "b.txt", "# c\na a a1 0.9\n\n  # indented\nb a a1 0.1\n"))
+    assert bob.shape == (1, 2)
+
+
+def test_matrix_and_bob_errors_with_comments(tmp_path):
+    with pytest.raises(ScoreFileError, match=r"line 6, column 3 \(reference 'b'\): 'oops' is not a number"):
+        read_matrix_csv(write_text(tmp_path / "m.csv", "# m\n,a,b\n\na,0.9,0.1\n# x\nb,0.2,oops\n"))
+    with pytest.raises(ScoreFileError, match=r"line 5 has 2 cells but the header \(line 2\) has 3"):
+        read_matrix_csv(write_text(tmp_path / "w.csv", "# m\n,a,b\na,0.9,0.1\n\nb,0.2\n"))
+    with pytest.raises(ScoreFileError, match=r"line 5, column 'score': 'high' is not a number"):
+        read_bob(write_text(tmp_path / "b.txt", "# c\na a a1 0.9\n\n  # indented comment\nb a a1 high\n"))
+    with pytest.raises(ScoreFileError, match=r"line 4 has 3 fields; a bob score line has 4"):
+        read_bob(write_text(tmp_path / "c.txt", "a a a1 0.9\n# c\n\nb a 0.1\n"))
+
+
+def test_not_utf8_in_a_long_file_names_the_line(tmp_path):
+    path = tmp_path / "s.csv"
+    path.write_bytes("probe,reference,score\na,a,0.9\n\nb\xe9,a,0.2\n".encode("latin-1"))
+    with pytest.raises(ScoreFileError, match=r"line 4 is not UTF-8"):
+        read_long(path)
+
+
+# ------------------------------------------------------------------ layouts
+def sparse_text(n=6):
+    """Each probe compared with its mate and one other reference: 2 of n cells per row filled."""
+    rows = [f"p{i},p{i},{0.9:.1f}" for i in range(n)] + [f"p{i},p{(i + 1) % n},0.1" for i in range(n)]
+    return "probe,reference,score,sensor\n" + "\n".join(f"{r},s{i % 2}" for i, r in enumerate(rows)) + "\n"
+
+
+def test_layout_auto_gives_a_list_when_sparse_and_a_cube_when_dense(tmp_path):
+    trials = read_long(io.StringIO(sparse_text()))
+    assert is_comparison_list(trials) and trials.attrs["layout"] == "list"
+    assert "33.3333%" in trials.attrs["layout_reason"] and trials.attrs["fill_fraction"] == pytest.approx(1 / 3)
+    assert trials.sizes["comparison"] == 12 and trials.attrs["probe_dims"] == []
+    assert set(trials.coords) >= {"probe", "reference", "subject", "reference_subject", "sensor"}
+    assert "probe_id" not in trials.coords
+    dense = read_long(io.StringIO("probe,reference,score\na,a,1\na,b,0\nb,a,0\n"))
+    assert isinstance(dense, xr.DataArray) and dense.attrs["layout"] == "cube"
+    assert "75.0000%" in dense.attrs["layout_reason"]
+    forced = read_long(io.StringIO(sparse_text()), layout="cube")
+    assert forced.shape == (6, 6) and forced.attrs["layout_reason"].endswith("(layout='cube' requested)")
+    assert forced.attrs["n_not_compared"] == 24
+    with pytest.raises(ScoreFileError, match="layout='sparse'"):
+        read_long(io.StringIO(sparse_text()), layout="sparse")
+
+
+def test_list_is_what_comparison_list_builds(tmp_path):
+    trials = read_long(io.StringIO(sparse_text()))
+    frame = pd.read_csv(io.StringIO(sparse_text()))
+    expected = bioxr.comparison_list(frame.score.to_numpy(), subject=frame.probe.to_numpy(object),
+                                     reference_subject=frame.reference.to_numpy(object), probe_dims=[],
+                                     coords={"probe": frame.probe.to_numpy(object),
+                                             "reference": frame.reference.to_numpy(object),
+                                             "sensor": frame.sensor.to_numpy(object)},
+                                     source="<text>")
+    assert trials.drop_attrs().identical(expected.drop_attrs())
+    assert {k: expected.attrs[k] for k in expected.attrs} == {k: trials.attrs[k] for k in expected.attrs}
+    assert float(trials.bio.eer().eer) == float(bioxr.to_cube(trials).bio.eer().eer)
+
+
+def test_list_drops_and_counts_rows_without_a_score(tmp_path):
+    text = "probe,reference,score\na,a,0.9\na,b,\nb,b,-1\nb,a,0.2\nc,c,0.7\nc,a,0.1\n"
+    trials = read_long(io.StringIO(text), missing=-1, layout="list")
+    assert trials.sizes["comparison"] == 4
+    assert trials.attrs["n_not_compared"] == 1 and trials.attrs["n_missing"] == 1
+
+
+# ------------------------------------------------------------------ inputs
+def test_file_like_text_and_str_inputs(tmp_path):
+    text = ",a,b\na,0.9,0.1\nb,0.2,0.8\n"
+    path = write_text(tmp_path / "m.csv", text)
+    expected = read_matrix_csv(path).drop_attrs()
+    with open(path, encoding="utf-8") as handle:
+        assert read_matrix_csv(handle).drop_attrs().identical(expected)
+    with open(path, "rb") as handle:
+        assert read_matrix_csv(handle).drop_attrs().identical(expected)
+    assert read_matrix_csv(io.StringIO(text)).drop_attrs().identical(expected)
+    assert read_matrix_csv(io.BytesIO(text.encode())).drop_attrs().identical(expected)
+    assert read_matrix_csv(text).drop_attrs().identical(expected)  # a str holding a newline is the data
+    assert read_matrix_csv(text).attrs["source"] == "<text>"
+    assert read_scores(io.StringIO(text)).drop_attrs().identical(expected)
+    assert read_bob("a a a1 0.9\nb a a1 0.1\nb b b1 0.7\n").shape == (2, 2)
+    with pytest.raises(ScoreFileError, match=r"<text>: line 3, column 'score': 'x' is not a number"):
+        read_long(io.StringIO("probe,reference,score\na,a,1\na,b,x\n"))
+    frame = pd.DataFrame({"probe": ["a", "a", "b"], "reference": ["a", "b", "b"], "score": [0.9, 0.1, 0.8]})
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer)
+    buffer.seek(0)
+    assert read_long(buffer).shape == (2, 2)
+
+
+@pytest.mark.parametrize("sep, suffix", [("\t", ".csv"), (";", ".csv"), ("   ", ".csv"), ("\t", ".tsv"),
+                                         (",", ".tsv")])
+def test_sniffed_delimiters(tmp_path, sep, suffix):
+    rows = [["probe", "reference", "score"], ["a", "a", "0.9"], ["a", "b", "0.1"], ["b", "b", "0.8"]]
+    path = write_text(tmp_path / f"s{suffix}", "".join(sep.join(r) + "\n" for r in rows))
+    if suffix == ".tsv" and sep == ",":  # .tsv means tab: a comma file under that name is one column
+        with pytest.raises(ScoreFileError, match="no column for probe='probe'"):
+            read_long(path)
+        assert read_long(path, delimiter=",", layout="cube").shape == (2, 2)
+        return
+    cube = read_long(path, layout="cube")
+    np.testing.assert_array_equal(cube.values, [[0.9, 0.1], [np.nan, 0.8]])
+    assert read_scores(path, layout="cube").identical(cube)
+
+
+def test_delimiter_given(tmp_path):
+    path = write_text(tmp_path / "s.csv", "probe|reference|score\na|a|0.9\na|b|0.1\nb|b|0.8\n")
+    assert read_long(path, delimiter="|", layout="cube").shape == (2, 2)
+    with pytest.raises(ScoreFileError, match=r"delimiter='::' is not a delimiter"):
+        read_long(path, delimiter="::")
+
+
+def test_corner_label_matrix(tmp_path):
+    path = write_text(tmp_path / "m.csv", "probe,a,b\na,0.9,0.1\nb,0.2,0.8\n")
+    cube = read_matrix_csv(path)
+    assert cube.attrs["corner_label"] == "probe" and list(cube["reference"].values) == ["a", "b"]
+    assert read_scores(path).identical(cube)
+    ids = write_text(tmp_path / "i.csv", "id;x;y\nx;1;0\ny;0;1\n")
+    assert read_scores(ids).shape == (2, 2)
+    long = write_text(tmp_path / "l.csv", "probe,reference,score\na,a,0.9\n")
+    with pytest.raises(ScoreFileError, match="looks like a long-form table"):
+        read_matrix_csv(long)
+
+
+def test_nfc_labels_are_one_subject_and_counted(tmp_path):
+    composed, decomposed = "Jos\u00e9", "Jose\u0301"
+    text = f"probe,reference,score\n{composed},{decomposed},0.9\n{composed},b,0.1\nb,b,0.8\nb,{composed}\u200b,0.2\n"
+    cube = read_long(io.StringIO(text), layout="cube")
+    assert cube.attrs["n_labels_normalised"] == 2  # the decomposed and the zero-width reference cells
+    assert list(cube["reference"].values) == [decomposed, "b", composed + "\u200b"]  # ids as written
+    assert list(cube["reference_subject"].values) == [composed, "b", composed]
+    assert int((mated_mask(cube) & compared_mask(cube)).sum()) == 2
+    matrix = read_matrix_csv(f",{decomposed},b\n{composed},0.9,0.1\nb,0.2,0.8\n")
+    assert matrix.attrs["n_labels_normalised"] == 1
+    assert int(mated_mask(matrix).sum()) == 2
+
+
+# ----------------------------------------------------------------- sample ids
+SAMPLES = ("probe,ps,reference,rs,score\n1,a,1,a,0.9\n1,a,2,b,0.1\n1,a,3,b,0.2\n2,a,1,a,0.8\n2,a,2,b,0.3\n"
+           "2,a,3,b,0.1\n3,b,1,a,0.2\n3,b,2,b,0.7\n3,b,3,b,0.6\n")
+
+
+def test_coinciding_ids_are_not_one_sample_unless_declared(tmp_path):
+    with pytest.warns(UserWarning, match=r"3 comparison\(s\) pair a probe and a reference with the same id.*"
+                                         r"sample_ids=True"):
+        cube = read_long(io.StringIO(SAMPLES), probe_subject="ps", reference_subject="rs")
+    assert "probe_id" not in cube.coords and cube.attrs["n_self_comparisons"] == 0
+    assert int((mated_mask(cube) & compared_mask(cube)).sum()) == 4  # every mated comparison kept
+    declared = read_long(io.StringIO(SAMPLES), probe_subject="ps", reference_subject="rs", sample_ids=True)
+    assert declared.attrs["n_self_comparisons"] == 3
+    assert int((mated_mask(declared) & compared_mask(declared)).sum()) == 2
+    trials = read_long(io.StringIO(SAMPLES), probe_subject="ps", reference_subject="rs", sample_ids=True,
+                       layout="list")
+    assert {"probe_id", "reference_id"} <= set(trials.coords) and "probe" not in trials.coords
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        read_long(io.StringIO(SAMPLES), probe_subject="ps", reference_subject="rs", sample_ids=False)
+    with pytest.raises(ScoreFileError, match="sample_ids=True.*Name the subject columns"):
+        read_long(io.StringIO(SAMPLES), sample_ids=True)
+
+
+# ------------------------------------------------------------------ failures
+def test_failure_sentinel_on_a_matrix(tmp_path):
+    text = ",a,b,c,d\na,0.9,-1,0.1,0.2\nb,0.2,-1,0.8,-1\nc,-1,-1,-1,-1\nd,0.3,-1,0.2,0.7\n"
+    cube = read_matrix_csv(text, failure=-1)
+    assert cube["failed_enrolment"].values.tolist() == [False, True, False, False]
+    assert cube["failed_acquisition"].values.tolist() == [False, False, True, False]
+    assert cube.attrs["n_failed_enrolments"] == 1 and cube.attrs["n_failed_acquisitions"] == 1
+    assert cube.attrs["n_failed_comparisons"] == 1 and cube.attrs["failure_sentinel"] == -1.0
+    assert int(cube.isnull().sum()) == 4 + 3 + 1
+    assert cube.sel(probe="a", reference="a").item() == 0.9
+    with pytest.raises(ScoreFileError, match="missing= and failure= are both"):
+        read_matrix_csv(text, failure=-1, missing=-1)
+
+
+def test_failure_sentinel_and_markers_on_long_and_bob(tmp_path):
+    text = ("probe,reference,score\na,a,0.9\na,b,-1\na,c,0.1\nb,a,0.2\nb,b,-1\nb,c,0.8\nc,a,-1\nc,b,-1\nc,c,-1\n"
+            "d,a,-1\nd,c,0.7\n")
+    cube = read_long(io.StringIO(text), failure=-1, layout="cube")
+    assert cube["failed_enrolment"].values.tolist() == [False, True, False]
+    assert cube["failed_acquisition"].values.tolist() == [False, False, True, False]
+    assert cube.attrs["n_failed_comparisons"] == 1  # d,a
+    trials = read_long(io.StringIO(text), failure=-1, layout="list")
+    assert trials.sizes["comparison"] == 10  # the isolated failure is dropped
+    assert trials.attrs["n_failed_comparisons"] == 1
+    assert trials.attrs["n_failed_enrolments"] == 1 and trials.attrs["n_failed_acquisitions"] == 1
+    assert int(trials["failed_enrolment"].sum()) == 3 and int(trials["failed_acquisition"].sum()) == 3
+    assert int(trials.score.isnull().sum()) == 5
+    lines = [line.split(",") for line in text.splitlines()[1:]]
+    bob = read_bob("".join(f"{r} {p} {p}_1 {s}\n" for p, r, s in lines), failure=-1, layout="cube")
+    assert bob.attrs["n_failed_enrolments"] == 1 and bob.attrs["n_failed_acquisitions"] == 1
+    marked = ("probe,reference,score,fte,fta\na,a,0.9,no,0\na,b,,yes,0\nb,b,,1,false\nb,a,0.1,,FALSE\n"
+              "c,a,,0,1\nc,b,,yes,1\n")
+    cube = read_long(io.StringIO(marked), failed_enrolment="fte", failed_acquisition="fta", layout="cube")
+    assert cube["failed_enrolment"].values.tolist() == [False, True]
+    assert cube["failed_acquisition"].values.tolist() == [False, False, True]
+    trials = read_long(io.StringIO(marked), failed_enrolment="fte", failed_acquisition="fta", layout="list")
+    assert trials.sizes["comparison"] == 6 and int(trials.score.isnull().sum()) == 4
+    with pytest.raises(ScoreFileError, match=r"line 3, column 'fte': 'maybe' is not a failure flag"):
+        read_long(io.StringIO(marked.replace("yes", "maybe", 1)), failed_enrolment="fte")
+    with pytest.raises(ScoreFileError, match=r"reference 'b' is marked failed in column 'fte' at line 3 but "
+                                             r"not at line 7"):
+        read_long(io.StringIO(marked.replace("c,b,,yes", "c,b,,no")), failed_enrolment="fte", layout="cube")
+
+
+def test_bssr1_face_failure_sentinel(face_csv):
+    raw = read_matrix_csv(face_csv)
+    cube = read_matrix_csv(face_csv, failure=-1)
+    assert int(cube["failed_enrolment"].sum()) == 1 and int(cube["failed_acquisition"].sum()) == 0
+    assert cube.attrs["n_failed_enrolments"] == 1 and cube.attrs["n_failed_comparisons"] == 0
+    dead = cube["failed_enrolment"].values
+    assert bool(cube[:, dead].isnull().all())
+    np.testing.assert_array_equal(cube.values[:, ~dead], raw.values[:, ~dead])  # 517 x 516 cells intact
+    assert int(np.isfinite(cube.values).sum()) == 517 * 516
+
+
+# ------------------------------------------------------------ declared sanity
+def test_detconf_multi_system_file_is_refused(tmp_path):
+    path = write_text(tmp_path / "det.txt", "# true claimed sys1 sys2\n1 1 0.93 0.88\n1 2 0.12 0.31\n2 2 0.85 0.7\n")
+    with pytest.raises(ScoreFileError, match=r"DETConf style.*bioxr.from_frame"):
+        read_bob(path)
+    with pytest.raises(ScoreFileError, match="DETConf"):
+        read_scores(path)
+    assert read_bob(write_text(tmp_path / "bob.txt", "1 1 img1 0.93\n2 1 img1 0.12\n2 2 img2 0.85\n")).shape == (2, 2)
+
+
+class _Hostile:
+    """Unpickling this creates a file: what a hostile Zarr store would do."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def __reduce__(self):
+        return (open, (self.target, "w"))
+
+
+def hostile_store(folder, target, *, consolidated):
+    import json
+    import pickle
+
+    store = folder / "evil.zarr"
+    (store / "score").mkdir(parents=True)
+    (store / ".zgroup").write_text(json.dumps({"zarr_format": 2}))
+    meta = {"shape": [1], "chunks": [1], "dtype": "|O", "fill_value": None, "order": "C", "compressor": None,
+            "filters": [{"id": "pickle", "protocol": 5}], "zarr_format": 2, "dimension_separator": "."}
+    if consolidated:  # a harmless-looking .zarray, the payload's metadata only in .zmetadata
+        (store / "score" / ".zarray").write_text(json.dumps({**meta, "dtype": "<f8", "filters": None}))
+        (store / ".zmetadata").write_text(json.dumps({"zarr_consolidated_format": 1, "metadata": {
+            ".zgroup": {"zarr_format": 2}, "score/.zarray": meta, "score/.zattrs": {"_ARRAY_DIMENSIONS": ["x"]}}}))
+    else:
+        (store / "score" / ".zarray").write_text(json.dumps(meta))
+    (store / "score" / ".zattrs").write_text(json.dumps({"_ARRAY_DIMENSIONS": ["x"]}))
+    (store / "score" / "0").write_bytes(pickle.dumps(np.array([_Hostile(str(target))], dtype=object)))
+    return store
+
+
+@pytest.mark.parametrize("consolidated", [False, True])
+def test_hostile_zarr_store_is_refused_before_decoding(tmp_path, consolidated):
+    target = tmp_path / "pwned"
+    store = hostile_store(tmp_path, target, consolidated=consolidated)
+    for reader in (open_score_cube, read_scores):
+        with pytest.raises(ScoreFileError, match=r"holds Python objects.*'pickle'.*refuses to open"):
+            reader(store)
+    assert not target.exists()
+
+
+def test_zarr_folder_without_suffix_and_object_text_labels(tmp_path):
+    cube = score_cube([[0.9, 0.1], [0.2, 0.8]], subject=np.array(["a", "b"], dtype=object),
+                      reference_subject=["a", "b"])
+    to_zarr(cube, tmp_path / "store")
+    assert read_scores(tmp_path / "store").identical(cube)  # a folder, not "no such file"
+    assert open_score_cube(tmp_path / "store").identical(cube)  # vlen-utf8 text is fine
+
+
+def test_netcdf_fill_values_of_other_tools_are_counted(tmp_path):
+    da = xr.DataArray(np.array([[0.9, -1.0], [0.2, 0.8]]), dims=("probe", "reference"), name="score",
+                      coords={"subject": ("probe", ["a", "b"]), "reference_subject": ("reference", ["a", "b"])})
+    da.encoding["_FillValue"] = -1.0
+    da.to_netcdf(tmp_path / "other.nc", engine="h5netcdf")
+    cube = open_score_cube(tmp_path / "other.nc")
+    assert np.isnan(cube.values[0, 1]) and cube.attrs["n_fill_value"] == 1 and cube.attrs["fill_value"] == -1.0
+    assert cube.attrs["n_not_compared"] == 1
+    declared = read_scores(tmp_path / "other.nc", missing=-1)
+    assert declared.attrs["n_missing"] == 1 and "n_fill_value" not in declared.attrs
+    da.encoding = {}
+    da.attrs["missing_value"] = 0.2
+    da.to_netcdf(tmp_path / "mv.nc", engine="h5netcdf")
+    assert open_score_cube(tmp_path / "mv.nc").attrs["n_fill_value"] == 1
+
+
+# ------------------------------------------------------------ read_scores
+def test_read_scores_options_per_format(tmp_path):
+    cube = score_cube([[0.9, -1.0], [0.2, 0.8]], subject=["a", "b"], reference_subject=["a", "b"],
+                      score_kind="distance")
+    write_npz(cube, tmp_path / "c.npz")
+    to_netcdf(cube, tmp_path / "c.nc")
+    for name in ("c.npz", "c.nc"):
+        back = read_scores(tmp_path / name, missing=-1)
+        assert back.attrs["n_missing"] == 1 and back.attrs["score_kind"] == "distance"
+        with pytest.warns(UserWarning, match="file says score_kind='distance'"):
+            assert read_scores(tmp_path / name, score_kind="similarity").attrs["score_kind"] == "similarity"
+        with pytest.raises(ScoreFileError, match=r"sample_ids= do not apply to (npz|netcdf) files"):
+            read_scores(tmp_path / name, sample_ids=True)
+    assert read_scores(tmp_path / "c.nc", failure=-1).attrs["n_failed_comparisons"] == 1
+    assert is_comparison_list(read_scores(tmp_path / "c.npz", layout="list"))
+    long = write_text(tmp_path / "l.csv", "llr,spk,enrol\n0.9,a,a\n0.1,a,b\n0.8,b,b\n0.2,b,a\n")
+    trials = read_scores(long, columns={"score": "llr", "probe": "spk", "reference": "enrol"})
+    assert trials.shape == (2, 2)
+    with pytest.raises(ScoreFileError, match=r"columns= names \['speaker'\]"):
+        read_scores(long, columns={"speaker": "spk"})
+    with pytest.raises(ScoreFileError, match="both 'subject' and 'probe_subject'"):
+        read_scores(long, columns={"subject": "spk", "probe_subject": "spk"})
+    matrix = write_text(tmp_path / "m.csv", ",a,b\na,0.9,0.1\nb,0.2,0.8\n")
+    with pytest.raises(ScoreFileError, match=r"columns= do not apply to matrix files"):
+        read_scores(matrix, columns={"score": "x"})
+
+
+def test_read_candidates_is_reachable_from_bioxr_io(tmp_path):
+    import bioxr.io
+
+    assert callable(bioxr.io.read_candidates)
+    path = write_text(tmp_path / "c.csv", "search,rank,candidate,score,subject\ns1,1,a,0.9,a\ns1,2,b,0.5,a\n"
+                                          "s2,1,a,0.8,b\ns2,2,b,0.7,b\n")
+    from bioxr.candidates import read_candidates as direct
+
+    expected = direct(path)
+    assert read_scores(path, format="candidates").identical(expected)
+    assert bioxr.io.read_candidates(path).identical(expected)
