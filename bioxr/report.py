@@ -9,9 +9,40 @@ to a single self-contained HTML file that fetches nothing from the network:
 charts are inline SVG, and nbconvert's MathJax and require.js addresses are
 replaced by empty ``data:`` URLs.
 
-Inside templates, :func:`provenance` records what a reader needs to
-reproduce the report and :func:`escape` makes strings from the data safe to
-put into Markdown.
+Checks written in the help text
+-------------------------------
+Every value is checked before a kernel starts, against its declared type
+(``int``, ``float``, ``str``, ``bool``, ``T | None``) and against what the
+help text after ``#`` says, in these phrases:
+
+- ``one of {a,b,c}``: the value must be one of the names in braces;
+- ``in [lo, hi]``, ``in (lo, hi)``, ``in [lo, hi)`` or ``in (lo, hi]``: a
+  number in that interval (brackets include the bound, parentheses do not;
+  ``inf`` allowed), e.g. ``in (0, 1)`` or ``in [1, inf)``;
+- ``a number``: a ``str`` parameter must be empty or a number (a sentinel);
+- ``path to``: a non-empty value must name an existing file or folder (a
+  Zarr store is a folder); it is passed to the kernel as an absolute path.
+
+The template's own default always passes (``""`` for "detected", say). A
+parameter named ``columns`` must parse with :func:`parse_columns`, and
+``missing`` and ``failure`` may not be the same number.
+
+The output folder
+-----------------
+A report is written into a temporary folder beside ``output_dir`` (same
+file system) and renamed into place when complete, so a reader never sees a
+half-written report and two runs never mix their files. ``output_dir`` may
+be absent or empty; one that holds an earlier report is refused unless
+``overwrite=True`` (then the last run to finish wins, whole); one that holds
+anything else is always refused, because the report replaces the folder.
+A run that fails leaves ``output_dir`` as it was, removes its temporary
+folder and keeps the failed notebook beside it as ``<output_dir>.failed.ipynb``.
+
+Inside templates, :func:`parse_columns` and :func:`parse_number` turn
+parameters into reader arguments; :func:`provenance`, :func:`escape` and
+the sentence helpers (:func:`describe_scores`, :func:`exclusions`,
+:func:`failure_summary`, :func:`score_kind_warning`) come from
+:mod:`bioxr.narrative` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -19,24 +50,25 @@ from __future__ import annotations
 import ast
 import contextlib
 import difflib
-import hashlib
-import html
-import importlib.metadata
+import errno
 import importlib.resources
 import io
 import json
 import os
-import platform
 import re
-import sys
+import shutil
 import tokenize
-from dataclasses import dataclass, field
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
-import xarray as xr
+from .narrative import (RESULTS_ENV, Provenance, describe_scores, escape, exclusions, failure_summary,
+                        probe_dims, provenance, score_kind_warning)
 
 __all__ = [
     "ReportError",
+    "UsageError",
+    "ParameterError",
     "Parameter",
     "Provenance",
     "ReportFiles",
@@ -45,10 +77,21 @@ __all__ = [
     "template_path",
     "template_parameters",
     "parse_value",
+    "parse_columns",
+    "parse_number",
+    "check_parameters",
     "run_report",
     "notebook_to_html",
     "provenance",
     "escape",
+    "probe_dims",
+    "describe_scores",
+    "exclusions",
+    "failure_summary",
+    "score_kind_warning",
+    "COLUMN_KEYS",
+    "FORMATS",
+    "FAILURE_POLICIES",
 ]
 
 #: data: URLs given to nbconvert in place of its CDN addresses (nothing is fetched).
@@ -58,6 +101,29 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 class ReportError(RuntimeError):
     """A report could not be made: unknown template or parameter, or a failing cell."""
+
+
+class UsageError(ReportError):
+    """The request is wrong (template, parameter value, output folder); nothing was run."""
+
+
+class ParameterError(UsageError, ValueError):
+    """A parameter value is wrong; ``str()`` reads ``parameter 'name' <problem>``."""
+
+    def __init__(self, name: str, problem: str, *, message: str | None = None):
+        self.name, self.problem = name, problem
+        super().__init__(message or f"parameter {name!r} {problem}")
+
+
+#: the keys of ``columns=`` (what each column of a long file or candidate list holds)
+COLUMN_KEYS = ("score", "subject", "probe_subject", "reference_subject", "probe", "reference", "probe_id",
+               "reference_id", "search", "rank", "candidate", "enrolled", "failed_enrolment", "failed_acquisition")
+#: the formats of ``bioxr.io.read_scores(format=...)``
+FORMATS = ("matrix", "long", "parquet", "bob", "npz", "netcdf", "zarr", "candidates")
+FAILURE_POLICIES = ("exclude", "nist", "iso")
+_NUM = r"[-+]?(?:inf|\d+(?:\.\d*)?(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?)"
+_CHOICES = re.compile(r"\bone of \{([^{}]*)\}")
+_RANGE = re.compile(rf"\bin ([\[(])\s*({_NUM})\s*,\s*({_NUM})\s*([\])])", re.I)
 
 
 @dataclass(frozen=True)
@@ -73,6 +139,28 @@ class Parameter:
         """``name: type = default  # help`` as written in the template."""
         text = f"{self.name}: {self.type} = {self.default!r}"
         return f"{text}  # {self.help}" if self.help else text
+
+    @property
+    def choices(self) -> tuple | None:
+        """The names of a ``one of {a,b,c}`` in the help, or None."""
+        found = _CHOICES.search(self.help)
+        return tuple(c.strip().strip("'\"") for c in found.group(1).split(",")) if found else None
+
+    @property
+    def bounds(self) -> tuple | None:
+        """``(low, low_included, high, high_included)`` from an ``in [lo, hi)`` in the help, or None."""
+        found = _RANGE.search(self.help)
+        if not found:
+            return None
+        return float(found.group(2)), found.group(1) == "[", float(found.group(3)), found.group(4) == "]"
+
+    @property
+    def wants_number(self) -> bool:
+        return bool(re.search(r"\ba number\b", self.help))
+
+    @property
+    def is_path(self) -> bool:
+        return bool(re.search(r"\bpath to\b", self.help))
 
 
 @dataclass(frozen=True)
@@ -126,7 +214,7 @@ def template_path(template) -> Path:
     if str(template) in templates:
         return templates[str(template)]
     hint = difflib.get_close_matches(str(template), list(templates), n=1)
-    raise ReportError(
+    raise UsageError(
         f"unknown report template {str(template)!r}"
         + (f"; did you mean {hint[0]!r}?" if hint else ".")
         + f" Available: {', '.join(templates) or 'none'} (see `bioxr report --list`)."
@@ -196,7 +284,8 @@ def parse_value(param: Parameter, text):
 
     ``int``, ``float``, ``str`` and ``bool`` are understood, and ``T | None``
     (``none`` or an empty string give None). Values that are not strings are
-    checked and passed through.
+    checked and passed through. The help text's checks are
+    :func:`check_parameters`' job.
 
     Examples
     --------
@@ -229,47 +318,296 @@ def parse_value(param: Parameter, text):
             raise ValueError(text)
         return text
     except ValueError:
-        raise ReportError(f"parameter {param.name!r} expects {param.type}; got {text!r}.") from None
+        raise ParameterError(param.name, f"expects {param.type}; got {text!r}.") from None
 
 
-def _check_parameters(template, given: dict) -> dict:
+def parse_number(text, *, name: str = "value") -> float | None:
+    """A sentinel given as text: ``""`` gives None, ``"-1"`` gives -1.0; anything else is refused.
+
+    Examples
+    --------
+    >>> from bioxr.report import parse_number
+    >>> parse_number("-1"), parse_number("")
+    (-1.0, None)
+    """
+    if text is None or (isinstance(text, str) and not text.strip()):
+        return None
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ParameterError(name, f"expects a number (or nothing); got {text!r}.") from None
+    if value != value:
+        raise ParameterError(name, "is NaN, which already means \"not compared\": give the number the file uses.")
+    return value
+
+
+def parse_columns(text) -> dict | None:
+    """Column roles written ``key=column,key=column`` as a dict for ``read_scores(columns=)``.
+
+    Keys are those of :data:`COLUMN_KEYS` (``subject`` and ``probe_subject``
+    are one role); an empty string gives None (the reader's defaults).
+    ``key:column`` works too (a template's help text cannot hold ``=``:
+    papermill refuses a parameter line with two).
+
+    Examples
+    --------
+    >>> from bioxr.report import parse_columns
+    >>> parse_columns("score=llr, subject=spk,reference_subject:enrol")
+    {'score': 'llr', 'subject': 'spk', 'reference_subject': 'enrol'}
+    >>> parse_columns("") is None
+    True
+    """
+    if isinstance(text, dict):
+        text = ",".join(f"{k}={v}" for k, v in text.items())
+    if text is None or not str(text).strip():
+        return None
+    columns: dict = {}
+    for item in str(text).split(","):
+        key, eq, column = (part.strip() for part in item.partition("=" if "=" in item else ":"))
+        if not item.strip():
+            raise ParameterError("columns", f"has an empty entry in {text!r}; write key=column,key=column.")
+        if not eq or not key or not column:
+            raise ParameterError("columns", f"entry {item.strip()!r} is not key=column; write e.g. "
+                                 "score=llr,subject=spk.")
+        if key not in COLUMN_KEYS:
+            hint = difflib.get_close_matches(key, COLUMN_KEYS, n=1)
+            raise ParameterError("columns", f"has an unknown key {key!r}" + (f" (did you mean {hint[0]!r}?)" if hint
+                                 else "") + f"; the keys are {', '.join(COLUMN_KEYS)}.")
+        same = {"subject": "probe_subject", "probe_subject": "subject"}.get(key)
+        if key in columns or same in columns:
+            raise ParameterError("columns", f"gives {key!r} twice" + (f" (as {same!r} too: they are one role)" if
+                                 same in columns else "") + "; give each key once.")
+        columns[key] = column
+    return columns
+
+
+def _check_value(param: Parameter, value):
+    """The help text's checks (see the module docstring) on a value of the declared type."""
+    if value == param.default or value is None:
+        return value
+    choices = param.choices
+    if choices is not None and str(value) not in choices:
+        hint = difflib.get_close_matches(str(value), choices, n=1)
+        tail = param.help[_CHOICES.search(param.help).end():].strip(" ;,:")  # what the help says after the names
+        tail = tail[1:-1] if tail.startswith("(") and tail.endswith(")") else tail
+        raise ParameterError(param.name, f"must be one of {', '.join(c or repr(c) for c in choices)}; got {value!r}"
+                             + (f" ({tail})." if tail else ".") + (f" Did you mean {hint[0]!r}?" if hint else ""))
+    bounds = param.bounds
+    if bounds is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+        low, low_in, high, high_in = bounds
+        if not ((value >= low if low_in else value > low) and (value <= high if high_in else value < high)):
+            text = f"{'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
+            raise ParameterError(param.name, f"must be in {text}; got {value!r}.")
+    if param.wants_number and isinstance(value, str):
+        parse_number(value, name=param.name)
+    if param.is_path and isinstance(value, str) and value:
+        path = Path(value).expanduser()
+        if not path.exists():
+            raise ParameterError(param.name, f"names no file or folder: {value!r} (relative paths start at "
+                                 f"{Path.cwd()}). Check the path.")
+        value = str(path.resolve())
+    if param.name == "columns" and isinstance(value, str):
+        parse_columns(value)
+    return value
+
+
+def check_parameters(template, given: dict) -> dict:
+    """Check parameter values against a template's ``parameters`` cell, before anything runs.
+
+    Parameters
+    ----------
+    template : str or path
+    given : dict
+        Names and values (strings are converted to the declared types).
+
+    Returns
+    -------
+    dict
+        The converted values (paths made absolute).
+
+    Raises
+    ------
+    ParameterError
+        An unknown name, a value of the wrong type or outside what its help
+        text allows (see the module docstring); the message is one line.
+
+    Examples
+    --------
+    >>> from bioxr.report import check_parameters
+    >>> check_parameters("verification", {"level": "0.9"})
+    {'level': 0.9}
+    >>> check_parameters("verification", {"level": "1.5"})
+    Traceback (most recent call last):
+    ...
+    bioxr.report.ParameterError: parameter 'level' must be in (0, 1); got 1.5.
+    """
     declared = {p.name: p for p in template_parameters(template)}
     values = {}
     for name, value in given.items():
         if name not in declared:
             hint = difflib.get_close_matches(name, list(declared), n=1)
-            raise ReportError(
-                f"template {str(template)!r} has no parameter {name!r}"
-                + (f"; did you mean {hint[0]!r}?" if hint else ".")
-                + f" Its parameters: {', '.join(declared)}."
-            )
-        values[name] = parse_value(declared[name], value)
+            raise ParameterError(name, "is not declared", message=(
+                f"template {Path(str(template)).stem!r} has no parameter {name!r}"
+                + (f"; did you mean {hint[0]!r}?" if hint else ".") + f" Its parameters: {', '.join(declared)}."))
+        values[name] = _check_value(declared[name], parse_value(declared[name], value))
+    sentinels = {k: parse_number(values.get(k, declared[k].default), name=k) for k in ("missing", "failure")
+                 if k in declared}
+    if len(sentinels) == 2 and None not in sentinels.values() and len(set(sentinels.values())) == 1:
+        raise ParameterError("failure", f"is the same number as missing ({sentinels['missing']:g}): a sentinel "
+                             "means \"not compared\" or \"failed\", not both.")
     return values
 
 
 # ------------------------------------------------------------- running -----
 
 
-@contextlib.contextmanager
-def _kernel_can_import_bioxr():
-    """Let the kernel import this bioxr when it runs from a source tree (not installed)."""
+def _kernel_env(results: Path) -> dict:
+    """Variables the kernel gets on top of ours: where results go, and this bioxr on its path in a source tree."""
+    env = {RESULTS_ENV: str(results)}
     root = Path(__file__).resolve().parents[1]
-    if not (root / "pyproject.toml").is_file():
-        yield
-        return
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(root)] + ([old] if old else []))
+    if (root / "pyproject.toml").is_file():
+        old = os.environ.get("PYTHONPATH")
+        env["PYTHONPATH"] = os.pathsep.join([str(root)] + ([old] if old else []))
+    return env
+
+
+def _kernel_manager(env: dict, cwd: Path):
+    """A kernel manager class that starts the kernel in ``cwd`` with ``env``, over IPC where it can.
+
+    Nothing process-wide is changed (papermill's ``cwd=`` would ``chdir``), so
+    reports can run in threads side by side. IPC sockets (not Windows) keep
+    the kernel off TCP, so ipykernel has no reason for its "Kernel is running
+    over TCP without encryption" warning; the kernel's other messages and
+    errors are shown as before.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    ipc = _ipc_address()
+
+    class ReportKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _transport(self):
+            return "ipc" if ipc else "tcp"
+
+        @default("ip")
+        def _ip(self):  # absolute: the kernel runs in another folder than ours
+            return ipc or "127.0.0.1"
+
+        async def start_kernel(self, **kw):
+            kw["env"] = {**kw.get("env", os.environ), **env}
+            kw["cwd"] = str(cwd)
+            return await super().start_kernel(**kw)
+
+    return ReportKernelManager
+
+
+def _ipc_address() -> str | None:
+    """A fresh socket prefix in Jupyter's private runtime folder, or None where IPC cannot be used (Windows, long paths)."""
+    if os.name == "nt":
+        return None
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    folder = Path(jupyter_runtime_dir())
+    address = str(folder / f"bioxr-{uuid.uuid4().hex[:12]}")
+    if len(address) > 90:  # the socket files add "-N" and must fit sockaddr_un (about 107 bytes)
+        return None
     try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = old
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError:
+        return None
+    return address
+
+
+def _execute(path: Path, nb_path: Path, values: dict, *, kernel_name, timeout, env: dict, cwd: Path) -> None:
+    """Run the template with papermill into ``nb_path`` (the one slow step)."""
+    import papermill
+
+    papermill.execute_notebook(
+        str(path), str(nb_path), parameters=values, kernel_name=kernel_name, progress_bar=False, log_output=False,
+        execution_timeout=timeout, kernel_manager_class=_kernel_manager(env, cwd),
+    )
+
+
+_REPORT_MARK = ".bioxr-report"
+_REPORT_SUFFIXES = (".ipynb", ".html", ".nc")
+
+
+def _holds_report(folder: Path) -> bool:
+    """A folder bioxr wrote: its mark, or (reports of older versions) only notebooks, pages and netCDF files."""
+    entries = list(folder.iterdir())
+    return (folder / _REPORT_MARK).is_file() or all(e.is_file() and e.suffix in _REPORT_SUFFIXES for e in entries)
+
+
+def _check_output(out: Path, overwrite: bool) -> None:
+    """Refuse, before anything runs, an output folder a report may not replace."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"-o {out}: is a file, not a folder; give a folder for the report.")
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    if not _holds_report(out):
+        first = sorted(e.name for e in out.iterdir() if e.name != _REPORT_MARK)[0]
+        raise UsageError(f"-o {out}: the folder holds other files ({first!r}, ...) and a report replaces the whole "
+                         "folder; give a new or empty folder.")
+    if not overwrite:
+        shown = ", ".join(sorted(e.name for e in out.iterdir() if e.name != _REPORT_MARK)[:2])
+        raise UsageError(f"-o {out}: the folder holds an earlier report ({shown}, ...); pass --overwrite "
+                         "(overwrite=True) to replace it, or give a new folder.")
+
+
+def _publish(staged: Path, out: Path, overwrite: bool) -> None:
+    """Rename the finished report folder into place; the last run to finish wins, whole, with ``overwrite``.
+
+    ``rename`` is atomic and succeeds only while ``out`` is absent or empty,
+    so a concurrent run that got there first makes this one refuse (without
+    ``overwrite``) or move that report aside, whole, and retry.
+    """
+    for _ in range(20):
+        try:
+            os.rename(staged, out)
+            return
+        except OSError as err:
+            if err.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.EACCES) and not isinstance(err, FileExistsError):
+                raise
+        with contextlib.suppress(OSError):
+            out.rmdir()  # empty (Windows will not rename onto an empty folder)
+        if not out.exists():
+            continue
+        if not overwrite or not _holds_report(out):
+            raise UsageError(f"-o {out}: another report was written there while this one ran; this run's report "
+                             "was not kept. Pass --overwrite (overwrite=True) to let the last run replace it.")
+        aside = out.with_name(f".{out.name}.old-{uuid.uuid4().hex[:12]}")
+        try:
+            os.rename(out, aside)
+        except FileNotFoundError:
+            continue  # another run moved it first
+        try:
+            os.rename(staged, out)
+        except OSError:
+            continue  # a third run slipped in: go round again (aside is removed below)
+        finally:
+            shutil.rmtree(aside, ignore_errors=True)
+        return
+    raise ReportError(f"-o {out}: could not put the report in place; too many runs are writing there at once.")
+
+
+def _finish(staged: Path, out: Path, path: Path, values: dict, html: bool) -> None:
+    """Point the notebook at its final place, render the page, and mark the folder as a report."""
+    import nbformat
+
+    nb_path = staged / f"{path.stem}.ipynb"
+    nb = nbformat.read(nb_path, as_version=4)
+    if "papermill" in nb.metadata:
+        nb.metadata.papermill["output_path"] = str(out / nb_path.name)
+        nbformat.write(nb, nb_path)
+    if html:
+        notebook_to_html(nb_path, staged / f"{path.stem}.html")
+    mark = {"template": path.stem, "parameters": {k: v for k, v in values.items()}}
+    (staged / _REPORT_MARK).write_text(json.dumps(mark, indent=1, default=str) + "\n", encoding="utf-8")
 
 
 def run_report(template, output_dir, parameters: dict | None = None, *, scores=None, html: bool = True,
-               kernel_name: str | None = None, timeout: float = 600) -> ReportFiles:
+               kernel_name: str | None = None, timeout: float = 600, overwrite: bool = False) -> ReportFiles:
     """Execute a template with papermill and render it to one HTML file.
 
     Parameters
@@ -277,19 +615,23 @@ def run_report(template, output_dir, parameters: dict | None = None, *, scores=N
     template : str or path
         A template name (see :func:`list_templates`) or a notebook path.
     output_dir : str or path
-        Created if needed; receives ``<template>.ipynb`` (executed) and
-        ``<template>.html``.
+        Absent or empty (created), or holding an earlier report (see
+        ``overwrite``); receives ``<template>.ipynb`` (executed),
+        ``<template>.html`` and the result files, all renamed into place
+        together when the run succeeds.
     parameters : dict, optional
-        Parameter values; strings are converted to the declared types. A
-        name the template does not declare raises :class:`ReportError`.
+        Parameter values; strings are converted to the declared types and
+        checked (see the module docstring) before anything runs.
     scores : str or path, optional, keyword-only
-        A score file, passed as the ``scores`` parameter (made absolute).
+        A score file or Zarr folder, passed as the ``scores`` parameter (made absolute).
     html : bool, keyword-only
         Also write the HTML page.
     kernel_name : str, optional, keyword-only
         Jupyter kernel; default the notebook's (``python3``).
     timeout : float, keyword-only
         Seconds allowed per cell.
+    overwrite : bool, keyword-only
+        Replace an earlier report in ``output_dir``.
 
     Returns
     -------
@@ -297,72 +639,87 @@ def run_report(template, output_dir, parameters: dict | None = None, *, scores=N
 
     Raises
     ------
+    UsageError
+        Unknown template or parameter, a value that is wrong (a
+        :class:`ParameterError`), or an output folder that may not be
+        replaced: raised before a kernel starts.
     ReportError
-        Unknown template or parameter, a value of the wrong type, or a cell
-        that raised: the message names the cell and the error, and the
-        partly executed notebook is left in ``output_dir``.
+        A cell raised: the message names the cell and the error and where
+        the failed notebook is kept; ``output_dir`` is left as it was.
     """
     path = template_path(template)
     given = dict(parameters or {})
     if scores is not None:
-        scores_path = Path(scores).expanduser().resolve()
-        if not scores_path.is_file():
-            raise ReportError(f"--scores {scores}: no such file.")
-        given["scores"] = str(scores_path)
-    values = _check_parameters(path, given)
+        if "scores" in given:
+            raise UsageError("give the score file either as scores= or in parameters, not both.")
+        given["scores"] = str(scores)
+    values = check_parameters(path, given)
     out = Path(output_dir).expanduser().resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    nb_path = out / f"{path.stem}.ipynb"
-    import papermill
+    _check_output(out, overwrite)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staged = out.with_name(f".{out.name}.{uuid.uuid4().hex[:12]}.bioxr-tmp")
+        staged.mkdir()  # unlike mkdtemp, honours the umask: the folder becomes the report
+    except OSError as err:
+        raise UsageError(f"-o {out}: cannot create a folder in {out.parent} ({err.strerror}); pick a writable place.") from None
+    nb_path = staged / f"{path.stem}.ipynb"
     from papermill.exceptions import PapermillExecutionError
 
     try:
-        with _kernel_can_import_bioxr(), _results_saved_to(out):
-            papermill.execute_notebook(
-                str(path), str(nb_path), parameters=values, kernel_name=kernel_name, cwd=str(out),
-                progress_bar=False, log_output=False, execution_timeout=timeout,
-            )
-    except PapermillExecutionError as err:
-        raise ReportError(_cell_failure(path, nb_path, err)) from None
-    except Exception as err:  # kernel missing, bad notebook, ...
-        raise ReportError(f"running template {path.name} failed before its cells ran: {type(err).__name__}: {err}") from err
-    html_path = notebook_to_html(nb_path, out / f"{path.stem}.html") if html else None
-    saved = tuple(sorted(out.glob(f"{path.stem}_*.nc")))
-    return ReportFiles(nb_path, html_path, saved)
-
-
-@contextlib.contextmanager
-def _results_saved_to(folder: Path):
-    """Tell :func:`provenance`, inside the kernel, where to save the result Datasets."""
-    old = os.environ.get(RESULTS_ENV)
-    os.environ[RESULTS_ENV] = str(folder)
-    try:
-        yield
+        try:
+            _execute(path, nb_path, values, kernel_name=kernel_name, timeout=timeout, env=_kernel_env(staged),
+                     cwd=staged)
+        except PapermillExecutionError as err:
+            kept = _keep_failed(nb_path, out)
+            raise ReportError(_cell_failure(path, kept, err, out)) from None
+        except Exception as err:  # kernel missing, bad notebook, ...
+            raise ReportError(f"running template {path.name} failed before its cells ran: "
+                              f"{type(err).__name__}: {err}") from err
+        _finish(staged, out, path, values, html)
+        _publish(staged, out, overwrite)
     finally:
-        if old is None:
-            os.environ.pop(RESULTS_ENV, None)
-        else:
-            os.environ[RESULTS_ENV] = old
+        shutil.rmtree(staged, ignore_errors=True)  # gone already when renamed into place
+    saved = tuple(sorted(out.glob(f"{path.stem}_*.nc")))
+    return ReportFiles(out / nb_path.name, out / f"{path.stem}.html" if html else None, saved)
 
 
-def _cell_failure(path: Path, nb_path: Path, err) -> str:
+def _keep_failed(nb_path: Path, out: Path) -> Path | None:
+    """Move a failed run's notebook beside the output folder (the folder itself stays as it was)."""
+    kept = out.with_name(f"{out.name}.failed.ipynb")
+    try:
+        os.replace(nb_path, kept)
+    except OSError:
+        return None
+    return kept
+
+
+#: errors raised by bioxr about the data: their message says it all, the cell's code is not shown
+_DATA_ERRORS = ("ScoreFileError", "ScoreCubeError", "ParameterError", "UsageError")
+
+
+def _cell_failure(path: Path, kept: Path | None, err, out: Path) -> str:
     import nbformat
 
-    lines = (err.source or "").strip().splitlines()
-    excerpt = "\n".join("    " + line for line in lines[:6]) + ("\n    ..." if len(lines) > 6 else "")
-    # papermill counts the injected-parameters cell; give the template's own cell number too
+    evalue = _ANSI.sub("", str(err.evalue)).strip()
+    where = (f"The executed notebook, with the full traceback in that cell, is kept at {kept}" if kept else
+             "The executed notebook was not kept")
+    where += f"; {out} is as it was." if out.exists() else "."
+    # papermill counts the injected-parameters cell (and adds error cells to the notebook): give the template's number
     cell_no = err.cell_index + 1
     try:
-        nb = nbformat.read(nb_path, as_version=4)
-        injected = [i for i, c in enumerate(nb.cells) if "injected-parameters" in c.get("metadata", {}).get("tags", [])]
+        nb = nbformat.read(kept, as_version=4)
+        cells = [c for c in nb.cells if "papermill-error-cell-tag" not in c.get("metadata", {}).get("tags", [])]
+        injected = [i for i, c in enumerate(cells) if "injected-parameters" in c.get("metadata", {}).get("tags", [])]
         template_no = cell_no - (1 if injected and injected[0] < err.cell_index else 0)
-    except Exception:  # pragma: no cover - the output notebook should exist
+    except Exception:  # the notebook could not be kept
         template_no = cell_no
-    evalue = _ANSI.sub("", str(err.evalue))
+    if err.ename in _DATA_ERRORS:  # bioxr's own message says what is wrong with the data: no code shown
+        return f"template {path.name} stopped in cell {template_no}: {err.ename}: {evalue}\n{where}"
+    lines = (err.source or "").strip().splitlines()
+    excerpt = "\n".join("    " + line for line in lines[:6]) + ("\n    ..." if len(lines) > 6 else "")
     return (
         f"template {path.name} failed in cell {template_no} of the template (counting Markdown cells; "
-        f"execution count {err.exec_count}):\n{excerpt}\n{err.ename}: {evalue}\n"
-        f"The executed notebook, with the full traceback in that cell, is {nb_path}"
+        f"execution count {err.exec_count}):\n{excerpt}\n{err.ename}: {evalue}\n{where}"
     )
 
 
@@ -405,156 +762,3 @@ def notebook_to_html(notebook, html_path) -> Path:
     html_path = Path(html_path)
     html_path.write_text(body, encoding="utf-8")
     return html_path
-
-
-# ------------------------------------------------------------- in templates
-
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
-
-
-def escape(value) -> str:
-    """Make a string from the data safe inside Markdown (and so HTML).
-
-    HTML special characters become entities and Markdown punctuation is
-    backslash-escaped, so a subject label such as ``<script>`` or ``*x*``
-    shows literally.
-
-    Examples
-    --------
-    >>> from bioxr.report import escape
-    >>> escape("<b>S_01</b>")
-    '&lt;b&gt;S\\\\_01&lt;/b&gt;'
-    """
-    return _MD_SPECIAL.sub(r"\\\1", html.escape(str(value), quote=True))
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _version(name: str) -> str:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        module = sys.modules.get(name)
-        return getattr(module, "__version__", "not installed")
-
-
-@dataclass
-class Provenance:
-    """What a report was made from; shown as an HTML table in notebooks."""
-
-    parameters: dict
-    data: dict
-    versions: dict
-    conventions: dict = field(default_factory=dict)
-
-    def as_dict(self) -> dict:
-        return {"parameters": self.parameters, "data": self.data, "versions": self.versions,
-                "conventions": self.conventions}
-
-    def _repr_html_(self) -> str:
-        rows = []
-        for section, items in self.as_dict().items():
-            for k, (key, value) in enumerate(items.items()):
-                head = html.escape(section) if k == 0 else ""
-                rows.append(f"<tr><th style='text-align:left;vertical-align:top'>{head}</th>"
-                            f"<td style='text-align:left'><code>{html.escape(str(key))}</code></td>"
-                            f"<td style='text-align:left'>{html.escape(str(value))}</td></tr>")
-        return "<table class='bioxr-provenance'>\n" + "\n".join(rows) + "\n</table>"
-
-
-RESULTS_ENV = "BIOXR_REPORT_RESULTS"
-
-
-def _save_results(template: str, namespace: dict, results, folder: Path) -> dict:
-    """Write each result Dataset as netCDF, named after its variable in the notebook."""
-    names = {id(v): k for k, v in namespace.items() if not k.startswith("_")}
-    saved = {}
-    for k, result in enumerate(results):
-        if not isinstance(result, (xr.Dataset, xr.DataArray)):
-            continue
-        name = names.get(id(result), f"result{k}")
-        ds = result.to_dataset(name=result.name or name) if isinstance(result, xr.DataArray) else result
-        ds = ds.copy()
-        ds.attrs = {a: (v if isinstance(v, (str, int, float)) else str(v)) for a, v in ds.attrs.items()}
-        for var in ds.variables.values():
-            var.attrs = {a: (v if isinstance(v, (str, int, float)) else str(v)) for a, v in var.attrs.items()}
-        path = folder / f"{Path(str(template)).stem}_{name}.nc"
-        ds.to_netcdf(path, engine="h5netcdf")
-        saved[name] = path.name
-    return saved
-
-
-def provenance(template, namespace: dict, *, cube=None, results=()) -> Provenance:
-    """Record a report's provenance: parameters, data, versions, conventions.
-
-    Parameters
-    ----------
-    template : str or path
-        The template's name: its declared parameters are looked up in
-        ``namespace``.
-    namespace : dict
-        The notebook's variables (``globals()``).
-    cube : xarray.DataArray, optional, keyword-only
-        The score cube, for its simulator, score kind and missing-value
-        record.
-    results : sequence of xarray.Dataset, keyword-only
-        Results whose ``attrs`` name conventions (EER method, decision
-        rule, tie rule); they are collected. Under ``bioxr report`` each
-        is also saved beside the report as ``<template>_<variable>.nc``
-        (netCDF), and the files are listed.
-
-    Returns
-    -------
-    Provenance
-        ``data`` holds the scores file's path, size and sha256, or
-        "simulated, seed N" with the simulator call.
-
-    Examples
-    --------
-    >>> import bioxr
-    >>> from bioxr.report import provenance
-    >>> cube = bioxr.simulate.gaussian(n_subjects=10, seed=3)
-    >>> p = provenance("verification", {"seed": 3, "scores": ""}, cube=cube)
-    >>> p.data["source"]
-    'simulated, seed 3'
-    """
-    params = template_parameters(template)
-    values = {p.name: namespace.get(p.name, p.default) for p in params}
-    data: dict = {}
-    scores = values.get("scores") or namespace.get("scores")
-    if scores:
-        path = Path(scores)
-        data["source"] = f"score file {path.name}"
-        data["path"] = str(path.resolve())
-        data["bytes"] = f"{path.stat().st_size:,}"
-        data["sha256"] = _sha256(path)
-    else:
-        data["source"] = f"simulated, seed {values.get('seed', namespace.get('seed'))}"
-    if cube is not None:
-        if "simulator" in cube.attrs and not scores:
-            data["simulator"] = cube.attrs["simulator"]
-        data["dims"] = ", ".join(f"{d}: {n}" for d, n in cube.sizes.items())
-        data["score_kind"] = cube.attrs.get("score_kind", "similarity")
-        sentinel = cube.attrs.get("missing_sentinel", cube.attrs.get("missing_value"))
-        if sentinel is not None or "n_missing" in cube.attrs:
-            data["missing sentinel"] = f"{sentinel} ({cube.attrs.get('n_missing', 0):,} cells, not compared)"
-    versions = {name: _version(name) for name in ("bioxr", "numpy", "xarray", "pandas", "scipy", "altair")}
-    versions["python"] = platform.python_version()
-    folder = os.environ.get(RESULTS_ENV)
-    if folder:
-        for name, file in _save_results(template, namespace, results, Path(folder)).items():
-            data[f"result {name}"] = file
-    conventions = {}
-    for result in results:
-        for key in ("eer_method", "eer_convention", "decision_rule", "tie_rule", "operating_point", "interval",
-                    "method", "level", "partition", "design", "randomize", "rule", "impostors"):
-            if key in getattr(result, "attrs", {}):
-                conventions.setdefault(key, result.attrs[key])
-    return Provenance(values, data, versions, conventions)

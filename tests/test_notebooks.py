@@ -101,7 +101,7 @@ def test_identification_is_listed_with_its_parameters(capsys):
     assert main(["report", "--list"]) == 0
     listed = capsys.readouterr().out
     assert "identification  (" in listed
-    assert "impostors: str = 'all'  # open set:" in listed
+    assert "impostors: str = 'all'  # open set" in listed
     params = {p.name: p for p in report.template_parameters("identification")}
     assert list(params)[:2] == ["seed", "scores"] and params["scores"].default == ""
 
@@ -179,7 +179,7 @@ def test_identification_report_from_a_matrix_csv(tmp_path):
     page = (out / "identification.html").read_text(encoding="utf-8")
     assert "matrix.csv" in page and "<b>x</b>" not in page
     assert "<strong>11</strong> are closed-set searches" in page  # probe 3's mate was never compared
-    assert "held the sentinel" in page and "no breakdown by weather" in page
+    assert "holding the sentinel" in page and "no breakdown by weather" in page
     assert _outside(page) == []
 
 
