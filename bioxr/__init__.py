@@ -10,6 +10,7 @@ them. Topic modules hold the pure functions:
 - :mod:`bioxr.simulate`: seeded simulators;
 - :mod:`bioxr.verification`: FMR, FNMR, DET/ROC curves, EER;
 - :mod:`bioxr.outcomes`: the per-probe outcome cube (ranks with ties);
+- :mod:`bioxr.candidates`: top-L candidate lists (1:N) into the outcome cube;
 - :mod:`bioxr.identification`: CMC, rank-k rates, open-set DIR/FPIR;
 - :mod:`bioxr.gallery`: all-against-all, single- and multi-template;
 - :mod:`bioxr.intervals`: Wilson, Clopper-Pearson, Jeffreys, rule of three;
@@ -26,7 +27,7 @@ them. Topic modules hold the pure functions:
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import accessor, bootstrap, comparisons, correlation, cube, demographics, design, failures, gallery, generative, identification, intervals, outcomes, simulate, verification
+from . import accessor, bootstrap, candidates, comparisons, correlation, cube, demographics, design, failures, gallery, generative, identification, intervals, outcomes, simulate, verification
 from .comparisons import comparison_list, from_frame, from_scores, to_comparisons, to_cube
 from .cube import ScoreCubeError, score_cube, validate_score_cube
 
@@ -45,6 +46,7 @@ __all__ = [
     "to_comparisons",
     "to_cube",
     "bootstrap",
+    "candidates",
     "correlation",
     "cube",
     "demographics",

@@ -80,11 +80,8 @@ class _Stats:
     def __init__(self, data, thresholds, unit: str, failure_policy: str = "exclude"):
         if unit != "subject":
             raise ValueError("only unit='subject' is supported: subjects are what both sides share.")
-        if failure_policy == "iso":
-            raise ValueError("failure_policy='iso' has no subject-bootstrap interval here: the generalized rates "
-                             "mix per-unit failure rates with per-comparison rates. Use 'nist' (failures count as "
-                             "false non-matches) or 'exclude'.")
-        scores, p_unit, r_unit, mated, self.kind = flat_comparisons(data, failure_policy=failure_policy)
+        scores, p_unit, r_unit, mated, self.kind = flat_comparisons(
+            data, failure_policy="exclude" if failure_policy == "iso" else failure_policy)
         sign = -1.0 if self.kind == "distance" else 1.0  # similarity orientation
         codes, self.units = pd.factorize(np.concatenate([p_unit, r_unit]), sort=True)  # order of data is no matter
         pu, ru = codes[: p_unit.size], codes[p_unit.size :]
@@ -117,6 +114,38 @@ class _Stats:
         self.count_f32 = counts.astype(np.float32)
         self.bin_starts = np.flatnonzero(np.r_[True, bins[1:] != bins[:-1]])
         self.bin_ids = bins[self.bin_starts]
+        self.iso = None
+        if failure_policy == "iso":
+            self.iso = self._iso_units(data)
+
+    def _iso_units(self, data):
+        """Per subject: references, failed references, probes, failed probes (for FTE_b and FTA_b)."""
+        from ._core import Grouped
+
+        groups = Grouped(data, None, failure_policy="iso")
+        if not groups.has_failures:
+            return None
+        index = pd.Index(self.units)
+        out = []
+        for table in groups.unit_failure_table():
+            code = index.get_indexer(table["subject"].to_numpy())
+            ok = code >= 0  # units of subjects with no counted comparison cannot be resampled
+            total = np.bincount(code[ok], minlength=self.n_units).astype(np.float64)
+            failed = np.bincount(code[ok], weights=table["failed"].to_numpy()[ok], minlength=self.n_units)
+            out += [failed, total]
+        return out  # fe, n_ref, fa, n_probe
+
+    def generalize(self, w, fmr, fnmr):
+        """Replicate rates into GFAR and GFRR with each replicate's own FTE and FTA (policy "iso")."""
+        if self.iso is None:
+            return fmr, fnmr
+        fe, n_ref, fa, n_probe = self.iso
+        w = np.asarray(w, dtype=np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            fte = np.nan_to_num((w @ fe) / (w @ n_ref))[:, None]
+            fta = np.nan_to_num((w @ fa) / (w @ n_probe))[:, None]
+        c = (1 - fte) * (1 - fta)
+        return c * fmr, fte + (1 - fte) * fta + c * fnmr
 
     def fnmr(self, w: np.ndarray, two_level_rng=None) -> np.ndarray:
         if two_level_rng is None:
@@ -190,10 +219,12 @@ def bootstrap_replicates(
         Also resample each drawn subject's mated attempts.
     progress : bool, keyword-only
         Show a progress bar (tqdm: a widget in notebooks).
-    failure_policy : {"exclude", "nist"}, keyword-only
-        How failed enrolments and acquisitions count: left out, or (NIST)
-        as comparisons never accepted, so a mated one is an error at every
-        threshold; they are resampled with their subjects.
+    failure_policy : {"exclude", "nist", "iso"}, keyword-only
+        How failed enrolments and acquisitions count: left out; (NIST) as
+        comparisons never accepted, so a mated one is an error at every
+        threshold; or (ISO) through the generalized rates, each replicate
+        with the FTE and FTA of its own resampled subjects. Failures are
+        resampled with their subjects.
 
     Returns
     -------
@@ -222,21 +253,21 @@ def bootstrap_replicates(
     step = 250
     for s in range(0, n_replicates, step):
         w = weights[s : s + step]
-        fnmr[s : s + step] = stats.fnmr(w, rng2)
-        fmr[s : s + step] = stats.fmr(w)
+        fmr[s : s + step], fnmr[s : s + step] = stats.generalize(w, stats.fmr(w), stats.fnmr(w, rng2))
         if bar is not None:
             bar.update(w.shape[0])
     if bar is not None:
         bar.close()
     t = stats.thresholds
     order = np.argsort(t)
+    point_fmr, point_fnmr = stats.generalize(ones, stats.fmr(ones), stats.fnmr(ones))
     coords = {"threshold": t[order]}
     ds = xr.Dataset(
         {
             "fmr": (("replicate", "threshold"), fmr[:, order]),
             "fnmr": (("replicate", "threshold"), fnmr[:, order]),
-            "fmr_point": ("threshold", stats.fmr(ones)[0][order]),
-            "fnmr_point": ("threshold", stats.fnmr(ones)[0][order]),
+            "fmr_point": ("threshold", point_fmr[0][order]),
+            "fnmr_point": ("threshold", point_fnmr[0][order]),
         },
         coords=coords,
         attrs={

@@ -252,8 +252,17 @@ def comparison_list(
         attrs["source"] = str(source)
     if n_changed:
         attrs["n_labels_normalised"] = n_changed
-    ds = xr.Dataset({"score": (COMPARISON, score)}, coords=all_coords, attrs=attrs)
+    # labels are validated above: skip xarray's per-element conversion of object arrays (seconds per 1e7 labels)
+    variables = {k: _variable(v[1]) for k, v in all_coords.items()}
+    ds = xr.Dataset({"score": _variable(score)}, coords=variables, attrs=attrs)
     return validate_comparison_list(ds)
+
+
+def _variable(values: np.ndarray) -> xr.Variable:
+    values = np.asarray(values)
+    if values.dtype.kind == "O" and values.size and not isinstance(values.flat[0], str):
+        return xr.Variable(COMPARISON, values)  # mixed objects: let xarray convert (dates, ...)
+    return xr.Variable(COMPARISON, values, fastpath=True)
 
 
 def from_scores(mated, nonmated, *, score_kind: str = "similarity") -> xr.Dataset:
@@ -622,7 +631,8 @@ def check_score_kind(obj) -> str | None:
     declared the wrong way round: every rate, the EER and every curve would
     be wrong (the ROCCH EER of reversed scores is always 50%). Statistics
     warn with :class:`bioxr._core.ScoreKindWarning`; reports print this
-    sentence at the top.
+    sentence at the top. An outcome cube gives None (candidate lists are
+    checked against their rank column when read).
 
     Examples
     --------
@@ -635,7 +645,13 @@ def check_score_kind(obj) -> str | None:
     from ._core import Grouped, orientation_message
     from .counting import mated_cells, strided_sample
 
+    if isinstance(obj, xr.Dataset) and not is_comparison_list(obj) and "mated_rank_min" in obj:
+        # an outcome cube (e.g. from candidate lists): the best non-mated score of a search is a maximum and may
+        # well beat the mate of a weak matcher, so medians prove nothing; candidate lists check their rank column
+        return None
     groups = Grouped(obj, None)
     values, index = groups.block(0)
     mated, _ = mated_cells(values, index, groups.distance)
-    return orientation_message(mated, strided_sample(values, groups.distance), groups.kind)
+    from .counting import _skip
+
+    return orientation_message(mated, strided_sample(values, groups.distance, skip=_skip(index)), groups.kind)

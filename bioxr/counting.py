@@ -94,6 +94,13 @@ def _pieces(values):
             offset += block.size
 
 
+def _skip(index) -> np.ndarray | None:
+    """Mated and excluded positions of an index, when they are a large enough share to bias a sample."""
+    if index.mated.size + index.excluded.size == 0:
+        return None
+    return np.concatenate([index.mated, index.excluded])
+
+
 def _check_finite(block: np.ndarray) -> bool:
     """True when the block holds NaN; raise when it holds an infinity."""
     if np.isfinite(np.add.reduce(block)):
@@ -222,7 +229,7 @@ class Pool:
         """Keep about the top ``share`` of the scores (cut read off a strided sample)."""
         if share >= 0.5 or values.size < MIN_WINDOW_CELLS:
             return cls.full(values, index, distance)
-        sample = strided_sample(values, distance)
+        sample = strided_sample(values, distance, skip=_skip(index))
         if sample.size == 0:
             return cls.full(values, index, distance)
         lo = float(np.quantile(sample, 1 - share, method="lower"))
@@ -292,6 +299,23 @@ class Pool:
         tail = [np.inf] if np.isposinf(self.hi) else []
         return np.unique(np.concatenate([first, mv, nxt, tail]))
 
+    def hull_thresholds(self) -> np.ndarray:
+        """The corners that can be vertices of the ROC convex hull, ascending.
+
+        On the staircase from (FMR 1, FNMR 0) to (0, 1), the lower-left
+        corners are at the mated values (FMR lowest before FNMR steps up);
+        the corners just above them are upper-right ones, never on the lower
+        hull. Plus the window's first threshold and +inf when open above.
+        """
+        mv = np.unique(self._inside(self.mated))
+        if np.isneginf(self.lo):
+            first = self._next_comparison_scores(np.array([-np.inf]), strictly_above=False)
+            first = first[np.isfinite(first)]
+        else:
+            first = np.array([self.lo])
+        tail = [np.inf] if np.isposinf(self.hi) else []
+        return np.unique(np.concatenate([first, mv, tail]))
+
     def _next_comparison_scores(self, values: np.ndarray, strictly_above: bool = True) -> np.ndarray:
         """For each value, the lowest comparison score in the pool above it (+inf if none).
 
@@ -322,16 +346,27 @@ class Pool:
         return out
 
 
-def strided_sample(values, distance: bool = False, size: int = 400_000) -> np.ndarray:
+def strided_sample(values, distance: bool = False, size: int = 400_000, skip=None) -> np.ndarray:
     """About ``size`` evenly strided scores, NaN dropped, similarity-oriented, sorted.
 
-    ``values`` is a NumPy array (any shape) or a 2-D dask array.
+    ``values`` is a NumPy array (any shape) or a 2-D dask array. ``skip``:
+    flat positions to leave out (an index's mated and excluded cells), so
+    that the sample stands for the non-mated scores even where mated ones
+    are many (a trial list with 10% target trials).
     """
     stride = max(1, int(values.size) // size)
+    skip = None if skip is None or not len(skip) else np.sort(np.asarray(skip, dtype=np.int64))
     parts = []
     for offset, flat in _pieces(values):
         first = (-offset) % stride
-        parts.append(flat[first::stride].copy())  # a copy: a view would keep the whole block alive
+        if skip is None:
+            parts.append(flat[first::stride].copy())  # a copy: a view would keep the whole block alive
+            continue
+        pos = np.arange(offset + first, offset + flat.size, stride, dtype=np.int64)
+        hit = np.searchsorted(skip, pos)
+        hit = np.minimum(hit, skip.size - 1)
+        pos = pos[skip[hit] != pos]
+        parts.append(flat[pos - offset])
     sample = np.concatenate(parts) if parts else np.empty(0)
     sample = sample[~np.isnan(sample)]
     if distance:

@@ -434,7 +434,7 @@ def _eer_group(values, index, groups: Grouped, g: int, method: str):
     the window widens, up to sorting everything.
     """
     m, x = mated_cells(values, index, groups.distance)
-    sample = strided_sample(values, groups.distance)
+    sample = strided_sample(values, groups.distance, skip=counting._skip(index))
     if g == 0:
         warn_if_reversed(m, sample, groups.kind)
     estimate, slope = _estimate_eer(sample, m)
@@ -444,11 +444,16 @@ def _eer_group(values, index, groups: Grouped, g: int, method: str):
         ladder = _rocch_ladder(sample, m, estimate, slope, w)
         if ladder is not None:
             lo, edges = ladder
-            pool = _finish(groups, Pool.window(values, index, groups.distance, lo, np.inf, (m, x), edges), g, index)
-            groups.require(pool, g, "the EER")
-            result = _eer_from_pool(pool, method)
-            if result is not None:
-                return result
+            # first a window closed above too (FMR down to a third of the EER): few hull points when mated
+            # scores are many; certified by a phantom point beyond it, else the window opens above
+            hi_share = estimate / 3 - w
+            his = [float(np.quantile(sample, 1 - hi_share, method="higher")), np.inf] if hi_share > 0 else [np.inf]
+            for hi in his:
+                pool = _finish(groups, Pool.window(values, index, groups.distance, lo, hi, (m, x), edges), g, index)
+                groups.require(pool, g, "the EER")
+                result = _eer_from_pool(pool, method)
+                if result is not None:
+                    return result
     if method == "rocch":
         w += estimate / -slope + 0.1 * estimate
     while True:
@@ -480,7 +485,7 @@ def _eer_from_pool(pool: Pool, method: str, affine=None):
     crossing segment does not use it, no real point lies below that segment.
     """
     # hull vertices are staircase corners, so "rocch" needs only those
-    t = pool.corner_thresholds() if method == "rocch" else pool.thresholds()  # lenient to strict
+    t = pool.hull_thresholds() if method == "rocch" else pool.thresholds()  # lenient to strict
     fm = pool.false_matches(t)
     fnm = pool.false_nonmatches(t)
     x = fm / pool.n_nonmated
@@ -492,12 +497,15 @@ def _eer_from_pool(pool: Pool, method: str, affine=None):
     if x.size == 0 or (not open_lo and not y[0] < x[0]) or (not open_hi and not y[-1] > x[-1]):
         return None
     if method == "rocch" and not open_lo:
-        if not open_hi:
-            return None
         xs, ys, first = _below_window(pool, x, y)
+        n_real = xs.size
+        if not open_hi:
+            # every point stricter than the window has FMR >= 0 and FNMR >= y[-1]: the phantom (0, y[-1]) lies
+            # below-left of all of them, as (x[0], 0) does for the lenient side
+            xs, ys = np.append(xs, 0.0), np.append(ys, y[-1])
         value, lo, hi, s = _eer.eer_point(xs, ys, method)
-        if lo < first or hi < first:
-            return None  # the crossing may involve points below the window
+        if lo < first or hi < first or lo >= n_real or hi >= n_real:
+            return None  # the crossing may involve points outside the window
         lo, hi = lo - first, hi - first
     else:
         value, lo, hi, s = _eer.eer_point(x, y, method)

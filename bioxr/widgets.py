@@ -155,8 +155,9 @@ class ThresholdExplorer(W.VBox):
 
     def __init__(self, cube: xr.DataArray, *, eer_method: str = "rocch", fmr_targets=DEFAULT_FMR_TARGETS,
                  show_progress: bool | None = None):
-        if not isinstance(cube, xr.DataArray):
-            raise TypeError(f"threshold_explorer takes a score cube (xarray.DataArray), got {type(cube).__name__}.")
+        from ._core import as_data
+
+        as_data(cube, "threshold_explorer")  # a score cube or a comparison list
         if eer_method not in verification.EER_METHODS:
             raise ValueError(f"eer_method={eer_method!r}; choose one of {verification.EER_METHODS}.")
         self.cube = cube
@@ -165,7 +166,7 @@ class ThresholdExplorer(W.VBox):
                                       layout=W.Layout(width="60%"))
         self.status = W.Label("")
         if show_progress is None:
-            show_progress = cube.size >= PROGRESS_CELLS
+            show_progress = (cube["score"] if isinstance(cube, xr.Dataset) else cube).size >= PROGRESS_CELLS
         shown = W.HBox([self.progress, self.status]) if show_progress else None
         if shown is not None:
             _display_now(shown)  # the box itself only appears once built: show the steps meanwhile
@@ -352,6 +353,8 @@ def _intervals(errors, trials):
 
 def _score_range(cube: xr.DataArray) -> tuple[float, float, bool]:
     """Lowest and highest score, and whether every score is an integer (NaN skipped)."""
+    if isinstance(cube, xr.Dataset):  # a comparison list
+        cube = cube["score"]
     lo, hi = float(cube.min(skipna=True)), float(cube.max(skipna=True))
     if not (np.isfinite(lo) and np.isfinite(hi)):
         raise ValueError("the score cube holds no finite score.")

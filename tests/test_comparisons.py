@@ -57,6 +57,8 @@ REGISTRY = {
     "bootstrap.bootstrap_replicates": lambda d: bootstrap.bootstrap_replicates(d, thresholds=T, n_replicates=20, seed=1),
     "bootstrap.bootstrap_curve[nist]": lambda d: bootstrap.bootstrap_curve(
         d, thresholds=T, n_replicates=20, seed=1, failure_policy="nist"),
+    "bootstrap.bootstrap_curve[iso]": lambda d: bootstrap.bootstrap_curve(
+        d, thresholds=T, n_replicates=20, seed=1, failure_policy="iso"),
     "bootstrap.fnmr_at_fmr_interval": lambda d: bootstrap.fnmr_at_fmr_interval(d, 0.2, n_replicates=20, seed=2),
     "bootstrap.eer_interval": lambda d: bootstrap.eer_interval(d, n_replicates=20, seed=3),
     "bootstrap.cmc_interval": lambda d: bootstrap.cmc_interval(d, max_rank=3, n_replicates=20, seed=4),
@@ -272,6 +274,11 @@ def test_failure_policies_against_a_hand_count():
     assert iso.attrs["failure_policy"] == "iso" and ni.attrs["n_failed_enrolments"] == 1
     rates = failures.failure_rates(cube)
     assert float(rates.fte) == pytest.approx(1 / 3) and float(rates.fta) == pytest.approx(1 / 3)
+    # the bootstrap's point estimates under each policy are the exact rates
+    for policy, exact in (("nist", ni), ("iso", iso)):
+        band = bootstrap.bootstrap_curve(cube, thresholds=[t], n_replicates=30, seed=0, failure_policy=policy)
+        assert float(band.fnmr.squeeze()) == pytest.approx(float(exact.fnmr))
+        assert float(band.fmr.squeeze()) == pytest.approx(float(exact.fmr))
     lst = bioxr.to_comparisons(cube)
     for policy in ("exclude", "nist", "iso"):
         a = verification.error_rates(cube, t, failure_policy=policy)

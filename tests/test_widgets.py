@@ -149,8 +149,16 @@ def test_integer_and_distance_scores():
 def test_bad_input_is_refused(cube):
     with pytest.raises(ValueError, match="eer_method"):
         widgets.threshold_explorer(cube, eer_method="bogus")
-    with pytest.raises(TypeError, match="score cube"):
+    with pytest.raises(ValueError, match="score cube"):  # a Dataset that is not a comparison list
         widgets.threshold_explorer(cube.to_dataset(name="score"))
+    with pytest.raises(TypeError, match="from_scores"):
+        widgets.threshold_explorer(cube.values)
+
+
+def test_a_comparison_list_explores_like_its_cube(cube):
+    a = widgets.threshold_explorer(cube, show_progress=False)
+    b = widgets.threshold_explorer(bioxr.to_comparisons(cube), show_progress=False)
+    assert a.table.value == b.table.value
 
 
 # ------------------------------------------------------------ design explorer

@@ -217,37 +217,48 @@ class Grouped:
 
     def unit_failures(self) -> dict:
         """Failed and total references and probes (for FTE and FTA), over the whole data."""
+        refs, probes = self.unit_failure_table()
+        return dict(n_failed_enrolments=int(refs["failed"].sum()), n_references=len(refs),
+                    n_failed_acquisitions=int(probes["failed"].sum()), n_probes=len(probes))
+
+    def unit_failure_table(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """One row per reference and one per probe: its ``subject`` and whether it ``failed``.
+
+        A reference is a position on ``reference`` (cube), or a distinct
+        ``reference_id`` / ``reference`` / ``reference_subject`` (list); a
+        probe a cell of the probe dims (cube), or a distinct probe of a list
+        (its probe dims, ``probe_id``, ``probe`` or ``subject``).
+        """
         if self.form == "cube":
-            n_ref = self.n_ref
-            n_fe = int(self._fe.sum()) if self._fe is not None else 0
-            n_probes = int(self.probe_codes.size)
-            n_fa = int(self._fa.sum()) if self._fa is not None else 0
-            return dict(n_failed_enrolments=n_fe, n_references=n_ref, n_failed_acquisitions=n_fa, n_probes=n_probes)
+            cube, order = self._cube, self._order
+            n_rows = self.probe_codes.size
+            fe = self._fe if self._fe is not None else np.zeros(self.n_ref, dtype=bool)
+            fa = self._fa.reshape(-1) if self._fa is not None else np.zeros(n_rows, dtype=bool)
+            template = cube.isel({REFERENCE: 0}, drop=True)
+            subject = np.asarray(cube["subject"].broadcast_like(template).transpose(*order[:-1]).values).reshape(-1)
+            refs = pd.DataFrame({"subject": np.asarray(cube["reference_subject"].values), "failed": fe})
+            return refs, pd.DataFrame({"subject": subject, "failed": fa})
         ds = self._ds
-        out = {}
-        for side, flag, keys in (("references", "failed_enrolment", ("reference_id", "reference", "reference_subject")),
-                                 ("probes", "failed_acquisition", (*ds.attrs.get("probe_dims", []), "probe_id",
-                                                                   "probe", "subject"))):
-            key = [k for k in keys if k in ds.coords]
+        tables = []
+        for side, flag, keys, who in (
+            ("references", "failed_enrolment", ("reference_id", "reference", "reference_subject"), "reference_subject"),
+            ("probes", "failed_acquisition", ("probe_id", "probe", "subject"), "subject"),
+        ):
+            key = [k for k in keys if k in ds.variables][:1]
             if side == "probes" and ds.attrs.get("probe_dims"):
-                key = [k for k in ds.attrs["probe_dims"] if k in ds.coords] or key[:1]
-            else:
-                key = key[:1]
-            if key:
-                frame = pd.DataFrame({k: np.asarray(ds[k].values) for k in key})
-                codes = frame.groupby(key, sort=False).ngroup().to_numpy()
-            else:
-                codes = np.arange(ds.sizes[COMPARISON])
+                key = [k for k in ds.attrs["probe_dims"] if k in ds.variables] or key
+            frame = pd.DataFrame({k: np.asarray(ds[k].values) for k in key})
+            codes = frame.groupby(key, sort=False).ngroup().to_numpy() if key else np.arange(ds.sizes[COMPARISON])
             n_units = int(codes.max()) + 1 if codes.size else 0
-            if flag in ds.coords:
-                flags = np.asarray(ds[flag].values, dtype=bool)
-                n_failed = int(np.unique(codes[flags]).size)
-            else:
-                n_failed = 0
-            name = "n_failed_enrolments" if side == "references" else "n_failed_acquisitions"
-            out[name] = n_failed
-            out[f"n_{side}"] = n_units
-        return out
+            failed = np.zeros(n_units, dtype=bool)
+            if flag in ds.variables:
+                failed[codes[np.asarray(ds[flag].values, dtype=bool)]] = True
+            subject = np.empty(n_units, dtype=object)
+            if who in ds.variables:
+                first = np.unique(codes, return_index=True)[1]
+                subject = np.asarray(ds[who].values)[first]
+            tables.append(pd.DataFrame({"subject": subject, "failed": failed}))
+        return tables[0], tables[1]
 
     def probe_labels(self, g: int, name: str):
         """A function from flat positions in group ``g`` to the values of a probe-side coordinate."""
