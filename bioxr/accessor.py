@@ -72,13 +72,19 @@ class BioAccessor:
         """Exact ROC curve; see :func:`bioxr.verification.roc_curve`."""
         return _verification.roc_curve(self._obj, dim=dim, points=points, failure_policy=failure_policy)
 
-    def eer(self, *, dim=None, method: str = "rocch", failure_policy: str = "exclude") -> xr.Dataset:
+    def eer(
+        self, *, dim=None, method: str | None = None, convention: str = "bioxr", failure_policy: str = "exclude"
+    ) -> xr.Dataset:
         """Equal error rate by a stated convention; see :func:`bioxr.verification.eer`."""
-        return _verification.eer(self._obj, dim=dim, method=method, failure_policy=failure_policy)
+        return _verification.eer(
+            self._obj, dim=dim, method=method, convention=convention, failure_policy=failure_policy
+        )
 
-    def fnmr_at_fmr(self, fmr, *, dim=None, failure_policy: str = "exclude") -> xr.Dataset:
+    def fnmr_at_fmr(
+        self, fmr, *, dim=None, convention: str = "bioxr", failure_policy: str = "exclude"
+    ) -> xr.Dataset:
         """FNMR at FMR targets, exact; see :func:`bioxr.verification.fnmr_at_fmr`."""
-        return _verification.fnmr_at_fmr(self._obj, fmr, dim=dim, failure_policy=failure_policy)
+        return _verification.fnmr_at_fmr(self._obj, fmr, dim=dim, convention=convention, failure_policy=failure_policy)
 
     def fmr_at_fnmr(self, fnmr, *, dim=None, failure_policy: str = "exclude") -> xr.Dataset:
         """FMR at FNMR targets, exact; see :func:`bioxr.verification.fmr_at_fnmr`."""
@@ -88,21 +94,27 @@ class BioAccessor:
         """Per-probe outcome cube with Annex F ranks; see :func:`bioxr.outcomes.outcomes`."""
         return _outcomes.outcomes(self._obj, ranks_only=ranks_only)
 
-    def cmc_curve(self, *, dim=None, max_rank: int | None = None) -> xr.Dataset:
+    def cmc_curve(self, *, dim=None, max_rank: int | None = None, convention: str = "bioxr") -> xr.Dataset:
         """CMC with fractional ties; see :func:`bioxr.identification.cmc_curve`."""
-        return _identification.cmc_curve(self._obj, dim=dim, max_rank=max_rank)
+        return _identification.cmc_curve(self._obj, dim=dim, max_rank=max_rank, convention=convention)
 
-    def identification_rate(self, rank=1, *, dim=None) -> xr.Dataset:
+    def identification_rate(self, rank=1, *, dim=None, convention: str = "bioxr") -> xr.Dataset:
         """Rank-k identification rate; see :func:`bioxr.identification.identification_rate`."""
-        return _identification.identification_rate(self._obj, rank, dim=dim)
+        return _identification.identification_rate(self._obj, rank, dim=dim, convention=convention)
 
-    def open_set_rates(self, threshold, *, rank: int = 1, dim=None, impostors: str = "non-enrolled") -> xr.Dataset:
+    def open_set_rates(
+        self, threshold, *, rank: int = 1, dim=None, impostors: str = "non-enrolled", convention: str = "bioxr"
+    ) -> xr.Dataset:
         """DIR, FNIR and FPIR at thresholds; see :func:`bioxr.identification.open_set_rates`."""
-        return _identification.open_set_rates(self._obj, threshold, rank=rank, dim=dim, impostors=impostors)
+        return _identification.open_set_rates(
+            self._obj, threshold, rank=rank, dim=dim, impostors=impostors, convention=convention
+        )
 
-    def open_set_curve(self, *, rank: int = 1, dim=None, impostors: str = "non-enrolled") -> xr.Dataset:
+    def open_set_curve(
+        self, *, rank: int = 1, dim=None, impostors: str = "non-enrolled", convention: str = "bioxr"
+    ) -> xr.Dataset:
         """DIR against FPIR at every threshold; see :func:`bioxr.identification.open_set_curve`."""
-        return _identification.open_set_curve(self._obj, rank=rank, dim=dim, impostors=impostors)
+        return _identification.open_set_curve(self._obj, rank=rank, dim=dim, impostors=impostors, convention=convention)
 
     def attempt_counts(self, threshold, *, by: str = "subject", dim=None, failure_policy: str = "exclude") -> xr.Dataset:
         """Per-individual errors and attempts; see :func:`bioxr.correlation.attempt_counts`."""
@@ -170,7 +182,8 @@ class BioAccessor:
     def eer_interval(
         self,
         *,
-        method: str = "rocch",
+        method: str | None = None,
+        convention: str = "bioxr",
         thresholds=None,
         n_replicates: int = 2000,
         level: float = 0.95,
@@ -182,7 +195,8 @@ class BioAccessor:
     ) -> xr.Dataset:
         """The EER with a subject-bootstrap interval; see :func:`bioxr.bootstrap.eer_interval`."""
         return _bootstrap.eer_interval(
-            self._obj, method=method, thresholds=thresholds, n_replicates=n_replicates, level=level, seed=seed,
+            self._obj, method=method, convention=convention, thresholds=thresholds, n_replicates=n_replicates,
+            level=level, seed=seed,
             unit=unit, two_level=two_level, progress=progress, failure_policy=failure_policy,
         )
 

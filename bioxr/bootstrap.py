@@ -83,12 +83,20 @@ class _Stats:
         scores, p_unit, r_unit, mated, self.kind = flat_comparisons(
             data, failure_policy="exclude" if failure_policy == "iso" else failure_policy)
         sign = -1.0 if self.kind == "distance" else 1.0  # similarity orientation
-        codes, self.units = pd.factorize(np.concatenate([p_unit, r_unit]), sort=True)  # order of data is no matter
-        pu, ru = codes[: p_unit.size], codes[p_unit.size :]
-        self.n_units = len(self.units)
+        # units: the sorted union of subjects on both sides (the order of the data is no matter); int32 codes,
+        # and every large temporary freed as soon as it is used: memory stays a few times the comparisons
+        units = pd.Index(pd.unique(np.concatenate([pd.unique(p_unit), pd.unique(r_unit)]))).sort_values()
+        self.units = np.asarray(units)
+        self.n_units = len(units)
+        pu = units.get_indexer(p_unit).astype(np.int32)
+        ru = units.get_indexer(r_unit).astype(np.int32)
+        del p_unit, r_unit
         m_scores, m_unit = sign * scores[mated], pu[mated]
-        n_scores = sign * scores[~mated]
-        n_pair = pu[~mated].astype(np.int64) * self.n_units + ru[~mated]
+        nonmated = ~mated
+        n_scores = scores[nonmated]
+        if sign < 0:
+            np.negative(n_scores, out=n_scores)
+        del scores
         if m_scores.size == 0 or n_scores.size == 0:
             raise ValueError("the bootstrap needs both mated and non-mated comparisons.")
         t = None if thresholds is None else np.atleast_1d(np.asarray(thresholds, dtype=float))
@@ -101,19 +109,30 @@ class _Stats:
         hist = np.zeros((self.n_units, k + 1), dtype=np.float32)
         np.add.at(hist, (m_unit, b), 1.0)
         self.mated_errors = np.cumsum(hist, axis=1)[:, :k]
+        del hist
         self.attempts = np.bincount(m_unit, minlength=self.n_units).astype(np.float32)
         self.m_scores, self.m_unit = m_scores, m_unit
-        # non-mated: a false match (score >= t) at grid point j iff j < b; aggregate by (pair, b)
-        b = np.searchsorted(grid, n_scores, side="right")
+        # non-mated: a false match (score >= t) at grid point j iff j < b; aggregate by (bin, pair)
+        u2 = np.int64(self.n_units) * self.n_units
+        key = np.searchsorted(grid, n_scores, side="right").astype(np.int64)
+        del n_scores
+        key *= u2
+        key += pu[nonmated].astype(np.int64) * self.n_units
+        key += ru[nonmated]
+        del pu, ru, nonmated
         # entries sorted by bin (then pair), so per-bin sums are one reduceat
-        uniq, counts = np.unique(b.astype(np.int64) * (self.n_units * self.n_units) + n_pair, return_counts=True)
-        bins = uniq // (self.n_units * self.n_units)
-        pair = uniq % (self.n_units * self.n_units)
-        self.pair_a = pair // self.n_units
-        self.pair_c = pair % self.n_units
+        uniq, counts = np.unique(key, return_counts=True)
+        del key
         self.count_f32 = counts.astype(np.float32)
+        del counts
+        bins = uniq // u2
+        uniq -= bins * u2  # the pair
+        self.pair_a = (uniq // self.n_units).astype(np.int32)
+        self.pair_c = (uniq % self.n_units).astype(np.int32)
+        del uniq
         self.bin_starts = np.flatnonzero(np.r_[True, bins[1:] != bins[:-1]])
         self.bin_ids = bins[self.bin_starts]
+        del bins
         self.iso = None
         if failure_policy == "iso":
             self.iso = self._iso_units(data)
@@ -489,7 +508,8 @@ def bootstrap_rate_interval(
 def eer_interval(
     cube: xr.DataArray,
     *,
-    method: str = "rocch",
+    method: str | None = None,
+    convention: str = "bioxr",
     thresholds=None,
     n_replicates: int = 2000,
     level: float = 0.95,
@@ -502,16 +522,23 @@ def eer_interval(
     """The EER with a percentile subject-bootstrap interval.
 
     The point estimate is the exact EER (:func:`bioxr.verification.eer`,
-    same ``method``); each replicate's EER is computed by the same
-    convention on its curve at the bootstrap grid (every distinct score
-    when there are few, else about 400 thresholds), so replicate values
-    carry the grid's resolution.
+    same ``method`` and ``convention``); each replicate's EER is computed
+    by the same rule on its curve at the bootstrap grid (every distinct
+    score when there are few, else about 400 thresholds), so replicate
+    values carry the grid's resolution.
+
+    Parameters
+    ----------
+    method : {"rocch", "interpolated", "nearest", "fvc2000"} or None, keyword-only
+        As in :func:`bioxr.verification.eer`; None: the convention's own.
+    convention : {"bioxr", "bob", "pyeer"}, keyword-only
+        As in :func:`bioxr.verification.eer` (:data:`bioxr.conventions.EER`).
 
     Returns
     -------
     xarray.Dataset
         ``eer`` and ``eer_interval`` (``bound``); attrs method, level,
-        n_replicates, eer_method.
+        n_replicates, eer_method, convention.
 
     Examples
     --------
@@ -525,9 +552,10 @@ def eer_interval(
     from . import eer as _eer
     from .verification import eer as exact_eer
 
+    from .conventions import eer_rule
+
     check_level(level)
-    if method not in _eer.METHODS:
-        raise ValueError(f"method={method!r}; choose one of {_eer.METHODS}.")
+    method, ties = eer_rule(method, convention)
 
     reps = bootstrap_replicates(
         cube, thresholds=thresholds, n_replicates=n_replicates, seed=seed, unit=unit, two_level=two_level, progress=progress,
@@ -541,13 +569,13 @@ def eer_interval(
     for r in range(fm.shape[0]):
         x = np.concatenate([[1.0], fm[r], [0.0]])
         y = np.concatenate([[0.0], fn[r], [1.0]])
-        values[r] = _eer.eer_point(x, y, method)[0]
-    point = exact_eer(cube, method=method, failure_policy=failure_policy)
+        values[r] = _eer.eer_point(x, y, method, ties)[0]
+    point = exact_eer(cube, method=method, convention=convention, failure_policy=failure_policy)
     rep = xr.DataArray(values, dims="replicate")
     return xr.Dataset(
         {"eer": point.eer, "eer_interval": _percentile_bounds(rep, level)},
         attrs={**reps.attrs, "interval": "percentile", "level": level, "seed": str(seed), "eer_method": method,
-               "eer_convention": point.attrs["eer_convention"]},
+               "convention": convention, "eer_convention": point.attrs["eer_convention"]},
     )
 
 

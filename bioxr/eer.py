@@ -13,16 +13,36 @@ The tools users know disagree (METHODS.md section 1):
   so this is the lowest of the three and the only one invariant to how
   finely the curve is sampled.
 - ``interpolated``: the straight line between the two consecutive points
-  that bracket FMR = FNMR crosses it (pyeer-like).
-- ``nearest`` (bob.measure): at the point where ``|FMR - FNMR|`` is least,
-  their mean.
+  that bracket FMR = FNMR crosses it. (Not pyeer's: pyeer takes the
+  FVC2000 midpoint, ``fvc2000`` below.)
+- ``nearest``: at the point where ``|FMR - FNMR|`` is least, their mean.
+  When two points are equally near it takes the more lenient one
+  (``ties="lenient"``); bob.measure's ``eer`` takes the stricter one
+  (``ties="strict"``, the ``"bob"`` convention of :mod:`bioxr.conventions`).
+  Otherwise it is bob.measure's value.
+- ``fvc2000`` (pyeer; Maio et al. 2002, FVC2000): ``t2`` is the first
+  point (lenient to strict) with ``FNMR >= FMR`` and ``t1`` the one before
+  it (``t1 = t2`` if they are equal there); of the two, the one with the
+  smaller ``FMR + FNMR`` (``t1`` on a tie) gives ``(FMR + FNMR) / 2``, the
+  midpoint of FVC2000's interval ``[EER_low, EER_high]``. This is pyeer's
+  ``get_eer_values``. Unlike "nearest" it looks only at the two points
+  that bracket the crossing and picks by the sum, not the gap: on a wide
+  step the two can differ.
 
-The interpolated and nearest values agree to within one step of the curve.
-The hull value is never above them and can sit several steps below where
-the staircase is locally concave (the hull bridges the dent), which is
-common with few mated comparisons. With heavy ties (integer fingerprint
-scores) the steps are wide and all three part ways. When two points are
-equally near, "nearest" takes the more lenient one.
+The interpolated, nearest and fvc2000 values agree to within one step of
+the curve. The hull value is never above the interpolated one and can sit
+several steps below where the staircase is locally concave (the hull
+bridges the dent), which is common with few mated comparisons; "nearest"
+and "fvc2000" are means of one point's two rates, which can fall below
+the hull's crossing (on ``exp3`` below, fvc2000 does). With heavy ties (integer
+fingerprint scores) the steps are wide and all four part ways: on pyeer's
+own example ``exp3`` (integer scores) pyeer's FVC2000 EER is 0.114169,
+the hull 0.116138, the interpolated crossing 0.117023 and the nearest
+point 0.117096.
+
+"nearest" and "fvc2000" depend on which points make the curve: they are
+computed on every distinct score as a threshold (the exact curve), as
+bob.measure and pyeer do.
 """
 
 from __future__ import annotations
@@ -31,7 +51,8 @@ import numpy as np
 
 __all__ = ["METHODS", "DESCRIPTIONS", "eer_point", "lower_hull"]
 
-METHODS = ("rocch", "interpolated", "nearest")
+METHODS = ("rocch", "interpolated", "nearest", "fvc2000")
+TIES = ("lenient", "strict")
 
 DESCRIPTIONS = {
     "rocch": (
@@ -45,14 +66,30 @@ DESCRIPTIONS = {
         "same fraction."
     ),
     "nearest": (
-        "nearest-threshold EER, as in bob.measure: at the threshold minimising |FMR - FNMR|, "
-        "the mean (FMR + FNMR) / 2."
+        "nearest-threshold EER: at the threshold minimising |FMR - FNMR|, the mean "
+        "(FMR + FNMR) / 2; of two equally near thresholds the more lenient (bob.measure's eer "
+        "takes the stricter: convention='bob')."
+    ),
+    "fvc2000": (
+        "FVC2000 EER (Maio et al. 2002), as in pyeer: of the two thresholds bracketing FMR = FNMR "
+        "(the last with FNMR < FMR and the first with FNMR >= FMR), the one with the smaller "
+        "FMR + FNMR (the more lenient on a tie); EER = (FMR + FNMR) / 2 there, the midpoint of "
+        "[EER_low, EER_high]; 'threshold' is that threshold."
     ),
 }
 
 
-def eer_point(x: np.ndarray, y: np.ndarray, method: str):
+def eer_point(x: np.ndarray, y: np.ndarray, method: str, ties: str = "lenient"):
     """EER by ``method`` on points ordered lenient to strict.
+
+    Parameters
+    ----------
+    x, y : numpy.ndarray
+        FMR (non-increasing) and FNMR (non-decreasing) of the points.
+    method : {"rocch", "interpolated", "nearest", "fvc2000"}
+    ties : {"lenient", "strict"}
+        For "nearest": which of two points equally near FMR = FNMR to take
+        ("strict" is bob.measure's choice). Ignored by the others.
 
     Returns
     -------
@@ -65,16 +102,39 @@ def eer_point(x: np.ndarray, y: np.ndarray, method: str):
     >>> x = np.array([1.0, 0.5, 0.3, 0.0])
     >>> y = np.array([0.0, 0.1, 0.5, 1.0])
     >>> [round(float(eer_point(x, y, m)[0]), 4) for m in METHODS]
-    [0.3571, 0.3667, 0.4]
+    [0.3571, 0.3667, 0.4, 0.3]
+
+    Two points equally near FMR = FNMR: bioxr takes the lenient one, bob the strict one.
+
+    >>> x, y = np.array([1.0, 0.75, 0.25, 0.0]), np.array([0.0, 0.5, 0.5, 1.0])
+    >>> float(eer_point(x, y, "nearest")[0]), float(eer_point(x, y, "nearest", ties="strict")[0])
+    (0.625, 0.375)
     """
+    if ties not in TIES:
+        raise ValueError(f"ties={ties!r}; choose one of {TIES}.")
     if method == "nearest":
-        k = int(np.argmin(np.abs(x - y)))
+        gap = np.abs(x - y)
+        k = int(np.argmin(gap)) if ties == "lenient" else int(gap.size - 1 - np.argmin(gap[::-1]))
         return (x[k] + y[k]) / 2, k, k, 0.0
+    if method == "fvc2000":
+        return _fvc2000(x, y)
     if method == "interpolated":
         return _crossing(x, y, np.arange(x.size))
     if method == "rocch":
         return _rocch(x, y)
     raise ValueError(f"method={method!r}; choose one of {METHODS}.")
+
+
+def _fvc2000(x, y):
+    """FVC2000's EER (pyeer's ``get_eer_values``), in the same floating-point steps."""
+    diff = x - y  # non-increasing
+    below = np.flatnonzero(diff <= 0)
+    if below.size == 0:
+        raise ValueError("the curve does not reach FNMR >= FMR; it needs the strict end (FMR 0 or FNMR 1).")
+    t2 = int(below[0])
+    t1 = t2 - 1 if diff[t2] != 0 and t2 != 0 else t2
+    k = t1 if x[t1] + y[t1] <= x[t2] + y[t2] else t2
+    return (y[k] + x[k]) / 2, k, k, 0.0
 
 
 def _crossing(x, y, vertices):

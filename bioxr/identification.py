@@ -16,6 +16,10 @@ Ties follow ISO/IEC 19795-1 Annex F.2 (METHODS.md section 2): a probe whose
 mate ties with other subjects has its rank spread uniformly over
 ``mated_rank_min .. mated_rank_max``, and counts at rank ``r`` with the
 share of that range at or below ``r``. References are ranked by subject.
+``convention="bob"`` breaks ties pessimistically instead, as bob.measure's
+``cmc``, ``recognition_rate`` and ``detection_identification_rate`` do
+(every non-mated score ``>=`` the mate's ranks ahead of it): the rank is
+``mated_rank_max`` (:data:`bioxr.conventions.RANK_TIES`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from . import conventions as _conventions
 from ._core import tie_share
 from .comparisons import is_comparison_list
 from .cube import REFERENCE, reduce_dims
@@ -104,12 +109,24 @@ class _Probes:
         )
 
 
+def _tie_ranks(convention: str, lo: np.ndarray, hi: np.ndarray):
+    """The rank range each probe's mate is spread over under ``convention`` ("bob": its worst rank)."""
+    _conventions.check("rank_ties", convention)
+    return (hi, hi) if convention == "bob" else (lo, hi)
+
+
+def _tie_rule(convention: str) -> str:
+    if convention == "bioxr":
+        return "ISO/IEC 19795-1 Annex F.2: tied ranks spread uniformly (fractional counts)"
+    return _conventions.describe("rank_ties", convention)
+
+
 def _share_at_or_below(rank_min: np.ndarray, rank_max: np.ndarray, r) -> np.ndarray:
     """P(rank <= r) for ranks spread uniformly over rank_min .. rank_max (the core's Annex F share)."""
     return tie_share(rank_min, rank_max, r)
 
 
-def cmc_curve(obj, *, dim=None, max_rank: int | None = None) -> xr.Dataset:
+def cmc_curve(obj, *, dim=None, max_rank: int | None = None, convention: str = "bioxr") -> xr.Dataset:
     """Cumulative match characteristic with Annex F fractional ties.
 
     Parameters
@@ -122,6 +139,12 @@ def cmc_curve(obj, *, dim=None, max_rank: int | None = None) -> xr.Dataset:
         Highest rank computed (default: the worst rank any probe's mate
         can take, beyond which the CMC is 1; for candidate lists, the list
         length ``L``, and a higher ``max_rank`` is an error).
+    convention : {"bioxr", "bob"}, keyword-only
+        How tied ranks count (:data:`bioxr.conventions.RANK_TIES`):
+        ``"bioxr"`` (default) the Annex F.2 fractional share; ``"bob"``
+        pessimistic, the mate at its worst tied rank ``mated_rank_max``,
+        as bob.measure's ``cmc`` and ``recognition_rate``. Recorded in
+        ``attrs["convention"]``.
 
     Returns
     -------
@@ -146,10 +169,13 @@ def cmc_curve(obj, *, dim=None, max_rank: int | None = None) -> xr.Dataset:
     [0.25, 1.0]
     >>> bioxr.identification.cmc_curve(cube, max_rank=3).cmc.values.tolist()
     [0.25, 1.0, 1.0]
+    >>> bioxr.identification.cmc_curve(cube, convention="bob").cmc.values.tolist()
+    [0.0, 1.0]
     """
+    _conventions.check("rank_ties", convention)
     ds = _outcome_cube(obj, ranks_only=True)
     probes = _Probes(ds, dim, ("mated_rank_min", "mated_rank_max"))
-    lo, hi = probes.arrays["mated_rank_min"], probes.arrays["mated_rank_max"]
+    lo, hi = _tie_ranks(convention, probes.arrays["mated_rank_min"], probes.arrays["mated_rank_max"])
     valid = ~np.isnan(lo)
     top = int(np.nanmax(hi)) if valid.any() else 1
     L = _list_length(ds.attrs)
@@ -181,7 +207,8 @@ def cmc_curve(obj, *, dim=None, max_rank: int | None = None) -> xr.Dataset:
             "n_excluded": probes.dataarray((~valid).sum(axis=1)),
         },
         attrs={
-            "tie_rule": "ISO/IEC 19795-1 Annex F.2: tied ranks spread uniformly (fractional counts)",
+            "convention": convention,
+            "tie_rule": _tie_rule(convention),
             "rank_unit": "enrolled subjects" if L is None else "candidate subjects in the list",
             **_list_attrs(ds.attrs),
         },
@@ -191,12 +218,14 @@ def cmc_curve(obj, *, dim=None, max_rank: int | None = None) -> xr.Dataset:
     return result
 
 
-def identification_rate(obj, rank=1, *, dim=None) -> xr.Dataset:
+def identification_rate(obj, rank=1, *, dim=None, convention: str = "bioxr") -> xr.Dataset:
     """Closed-set identification rate at rank ``rank`` (rank-1 by default).
 
     Returns the :func:`cmc_curve` Dataset selected at ``rank`` (an int, or
     a sequence of ints that stays a ``rank`` dimension). On candidate
-    lists a rank beyond the list length ``L`` is an error.
+    lists a rank beyond the list length ``L`` is an error. ``convention``
+    as in :func:`cmc_curve` ("bob": bob.measure's ``recognition_rate``,
+    pessimistic ties).
 
     Examples
     --------
@@ -210,7 +239,7 @@ def identification_rate(obj, rank=1, *, dim=None) -> xr.Dataset:
         raise ValueError("ranks start at 1.")
     if isinstance(obj, xr.Dataset):
         _check_rank(obj.attrs, int(ranks.max()), "rank")
-    curve = cmc_curve(obj, dim=dim, max_rank=int(ranks.max()))
+    curve = cmc_curve(obj, dim=dim, max_rank=int(ranks.max()), convention=convention)
     return curve.sel(rank=rank)
 
 
@@ -241,7 +270,9 @@ def _impostor_scores(probes: _Probes, impostors: str):
     return enrolled, use
 
 
-def open_set_rates(obj, threshold, *, rank: int = 1, dim=None, impostors: str = "non-enrolled") -> xr.Dataset:
+def open_set_rates(
+    obj, threshold, *, rank: int = 1, dim=None, impostors: str = "non-enrolled", convention: str = "bioxr"
+) -> xr.Dataset:
     """Open-set identification rates at given thresholds.
 
     ``DIR(t, r)``: mated probes whose mate is at rank ``<= r`` (Annex F
@@ -269,6 +300,13 @@ def open_set_rates(obj, threshold, *, rank: int = 1, dim=None, impostors: str = 
         lists an impostor search with an empty list counts as returning no
         candidate, and with ``"all"`` a mated search's top non-mate is the
         best other subject in its list.
+    convention : {"bioxr", "bob"}, keyword-only
+        How a mate tied with other subjects counts in DIR
+        (:data:`bioxr.conventions.RANK_TIES`): the Annex F.2 share
+        (default) or, ``"bob"``, at its worst tied rank as bob.measure's
+        ``detection_identification_rate``. Only the rank rule changes: the
+        threshold still accepts a score equal to it (bob's DIR keeps only
+        scores strictly above). Recorded in ``attrs["convention"]``.
 
     Returns
     -------
@@ -288,6 +326,7 @@ def open_set_rates(obj, threshold, *, rank: int = 1, dim=None, impostors: str = 
     >>> r.dir.values.tolist(), r.fpir.values.tolist()
     ([1.0, 0.5], [1.0, 0.0])
     """
+    _conventions.check("rank_ties", convention)
     ds = _outcome_cube(obj, ranks_only=False)
     _check_rank(ds.attrs, rank, "rank")
     probes = _Probes(ds, dim, ("mated_rank_min", "mated_rank_max", "mated_score", "nonmated_best"))
@@ -305,7 +344,8 @@ def open_set_rates(obj, threshold, *, rank: int = 1, dim=None, impostors: str = 
             "open-set FPIR needs impostor searches, but some group has no probe whose subject is not "
             "enrolled. Use impostors='all' to let every probe search with its own mates left out."
         )
-    weight = np.where(enrolled, _share_at_or_below(probes.arrays["mated_rank_min"], probes.arrays["mated_rank_max"], rank), 0.0)
+    lo, hi = _tie_ranks(convention, probes.arrays["mated_rank_min"], probes.arrays["mated_rank_max"])
+    weight = np.where(enrolled, _share_at_or_below(lo, hi, rank), 0.0)
     sign = -1.0 if distance else 1.0  # work in similarity orientation
     ts = sign * t
     detected = np.empty((probes.n_groups, t.size))
@@ -336,7 +376,8 @@ def open_set_rates(obj, threshold, *, rank: int = 1, dim=None, impostors: str = 
             "rank": int(rank),
             "impostors": impostors,
             "enrolment": "a probe is enrolled when some reference of its subject was compared with it",
-            "tie_rule": "ISO/IEC 19795-1 Annex F.2: tied ranks spread uniformly (fractional counts)",
+            "convention": convention,
+            "tie_rule": _tie_rule(convention),
             "decision_rule": "a candidate is returned when its score is at or beyond the threshold",
             "score_kind": "distance" if distance else "similarity",
             **_list_attrs(ds.attrs),
@@ -349,14 +390,16 @@ def open_set_rates(obj, threshold, *, rank: int = 1, dim=None, impostors: str = 
     return out.isel(threshold=0) if np.ndim(threshold) == 0 else out
 
 
-def open_set_curve(obj, *, rank: int = 1, dim=None, impostors: str = "non-enrolled") -> xr.Dataset:
+def open_set_curve(
+    obj, *, rank: int = 1, dim=None, impostors: str = "non-enrolled", convention: str = "bioxr"
+) -> xr.Dataset:
     """DIR and FPIR at every distinct threshold (the open-set DET/ROC).
 
     Thresholds are every distinct mated score of a mated probe and top
     score of an impostor search, plus a sentinel at which nothing is
     returned (a mate not in its candidate list, or an empty list, adds no
     threshold). See :func:`open_set_rates` for the definitions and
-    parameters.
+    parameters (``convention`` included).
 
     Examples
     --------
@@ -375,7 +418,7 @@ def open_set_curve(obj, *, rank: int = 1, dim=None, impostors: str = "non-enroll
     values = [sign * probes.arrays["mated_score"][enrolled], sign * probes.arrays["nonmated_best"][use]]
     t = np.unique(np.concatenate(values))
     t = np.concatenate([t[~np.isnan(t)], [np.inf]])  # mates not in their list have no score
-    rates = open_set_rates(ds, sign * t, rank=rank, dim=dim, impostors=impostors)
+    rates = open_set_rates(ds, sign * t, rank=rank, dim=dim, impostors=impostors, convention=convention)
     if distance:
         rates = rates.isel(threshold=slice(None, None, -1))
     rates.attrs["curve"] = "open-set: DIR against FPIR"

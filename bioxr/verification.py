@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from . import conventions as _conventions
 from . import counting
 from . import eer as _eer
 from .counting import Pool, mated_cells, strided_sample
@@ -323,7 +324,9 @@ def roc_curve(cube: xr.DataArray, *, dim=None, points: str = "corners", failure_
     return ds
 
 
-def eer(cube: xr.DataArray, *, dim=None, method: str = "rocch", failure_policy: str = "exclude") -> xr.Dataset:
+def eer(
+    cube: xr.DataArray, *, dim=None, method: str | None = None, convention: str = "bioxr", failure_policy: str = "exclude"
+) -> xr.Dataset:
     """Equal error rate, by a stated convention, with its threshold.
 
     Parameters
@@ -332,13 +335,25 @@ def eer(cube: xr.DataArray, *, dim=None, method: str = "rocch", failure_policy: 
         A score cube.
     dim : str, sequence of str or None, keyword-only
         Probe dimensions to pool over (default all); the rest are kept.
-    method : {"rocch", "interpolated", "nearest"}, keyword-only
-        ``"rocch"`` (default): where the ROC convex hull crosses FMR = FNMR
+    method : {"rocch", "interpolated", "nearest", "fvc2000"} or None, keyword-only
+        ``"rocch"``: where the ROC convex hull crosses FMR = FNMR
         (BOSARIS). ``"interpolated"``: the crossing of the straight line
         between the two consecutive thresholds that bracket it.
-        ``"nearest"``: bob.measure's mean of FMR and FNMR at the threshold
-        where they are closest. See :mod:`bioxr.eer` for how they differ
-        with heavy ties.
+        ``"nearest"``: the mean of FMR and FNMR at the threshold where they
+        are closest (of two equally close, the more lenient).
+        ``"fvc2000"``: FVC2000's midpoint of ``[EER_low, EER_high]`` at
+        the better of the two thresholds that bracket the crossing
+        (pyeer's EER). None (default): the convention's method ("rocch"
+        for "bioxr"). See :mod:`bioxr.eer` for how they differ with heavy
+        ties.
+    convention : {"bioxr", "bob", "pyeer"}, keyword-only
+        Whose rule (:data:`bioxr.conventions.EER`). ``"bioxr"`` (default)
+        offers every method. ``"bob"``: bob.measure's ``eer``, method
+        "nearest" with ties going to the stricter threshold, and bob's
+        threshold (the midpoint between that score and the next lower
+        one). ``"pyeer"``: pyeer's ``get_eer_stats``, method "fvc2000".
+        Recorded in ``attrs["convention"]``; a method the convention does
+        not use, or a convention that has no EER ("sklearn"), is an error.
 
     Returns
     -------
@@ -347,8 +362,8 @@ def eer(cube: xr.DataArray, *, dim=None, method: str = "rocch", failure_policy: 
         their counts actually attained at that threshold (for "rocch" and
         "interpolated" they differ from ``eer``, which no single threshold
         attains); ``n_mated``, ``n_nonmated``; all over the kept dims.
-        attrs ``eer_method`` and ``eer_convention`` say which convention
-        was used.
+        attrs ``convention``, ``eer_method`` and ``eer_convention`` say
+        which rule was used.
 
     Notes
     -----
@@ -367,28 +382,34 @@ def eer(cube: xr.DataArray, *, dim=None, method: str = "rocch", failure_policy: 
     >>> import bioxr
     >>> cube = bioxr.simulate.gaussian(n_subjects=200, seed=0)
     >>> res = bioxr.verification.eer(cube)
-    >>> res.attrs["eer_method"]
-    'rocch'
+    >>> res.attrs["eer_method"], res.attrs["convention"]
+    ('rocch', 'bioxr')
     >>> 0 < float(res.eer) < 0.5
     True
+    >>> pyeer = bioxr.verification.eer(cube, convention="pyeer")
+    >>> pyeer.attrs["eer_method"]
+    'fvc2000'
     """
-    if method not in EER_METHODS:
-        raise ValueError(f"method={method!r}; choose one of {EER_METHODS}.")
+    method, ties = _conventions.eer_rule(method, convention)
     groups = Grouped(cube, dim, failure_policy=failure_policy)
     cols = ("eer", "threshold", "fmr", "fnmr", "false_matches", "false_nonmatches", "n_mated", "n_nonmated")
     out = np.empty((groups.n_groups, len(cols)))
     a, c, fte, fta = _iso_factors(groups)
     for g in range(groups.n_groups):
         values, index = groups.block(g)
-        if c != 1.0 or a != 0.0:  # generalized rates: the whole curve, transformed
-            pool = Pool.full(values, index, groups.distance)
+        generalized = c != 1.0 or a != 0.0
+        if generalized or method == "fvc2000":  # the whole curve (transformed for generalized rates)
+            pool = _finish(groups, Pool.full(values, index, groups.distance), g, index)
             groups.require(pool, g, "the EER")
-            out[g] = _eer_from_pool(pool, method, affine=(a, c))
+            if g == 0 and not generalized:
+                warn_if_reversed(pool.mated, pool.pool, groups.kind)
+            out[g] = _eer_from_pool(pool, method, affine=(a, c) if generalized else None, ties=ties)
         else:
-            out[g] = _eer_group(values, index, groups, g, method)
+            out[g] = _eer_group(values, index, groups, g, method, ties)
     out[:, 1] = groups.orient(out[:, 1])
     ds = _scalar_dataset(groups, cols, out)
-    ds.attrs = _attrs(groups, eer_method=method, eer_convention=_eer.DESCRIPTIONS[method])
+    rule = _eer.DESCRIPTIONS[method] if convention == "bioxr" else _conventions.describe("eer", convention)
+    ds.attrs = _attrs(groups, convention=convention, eer_method=method, eer_convention=rule)
     if c != 1.0 or a != 0.0:
         ds.attrs.update({"fte": fte, "fta": fta, "rates": "generalized: the EER where GFAR = GFRR"})
     ds["eer"].attrs["long_name"] = f"equal error rate ({method})"
@@ -423,7 +444,7 @@ def _estimate_eer(sample: np.ndarray, mated: np.ndarray):
     return float((fmr_[k] + fnmr_[k]) / 2), float(min(slope, -1e-3))
 
 
-def _eer_group(values, index, groups: Grouped, g: int, method: str):
+def _eer_group(values, index, groups: Grouped, g: int, method: str, ties: str = "lenient"):
     """EER of one group from a window of scores around the crossing.
 
     A strided sample places the crossing. For "interpolated" and "nearest"
@@ -451,7 +472,7 @@ def _eer_group(values, index, groups: Grouped, g: int, method: str):
             for hi in his:
                 pool = _finish(groups, Pool.window(values, index, groups.distance, lo, hi, (m, x), edges), g, index)
                 groups.require(pool, g, "the EER")
-                result = _eer_from_pool(pool, method)
+                result = _eer_from_pool(pool, method, ties=ties)
                 if result is not None:
                     return result
     if method == "rocch":
@@ -467,13 +488,13 @@ def _eer_group(values, index, groups: Grouped, g: int, method: str):
             pool = Pool.window(values, index, groups.distance, lo, hi, (m, x))
         pool = _finish(groups, pool, g, index)
         groups.require(pool, g, "the EER")
-        result = _eer_from_pool(pool, method)
+        result = _eer_from_pool(pool, method, ties=ties)
         if result is not None:
             return result
         w *= 2
 
 
-def _eer_from_pool(pool: Pool, method: str, affine=None):
+def _eer_from_pool(pool: Pool, method: str, affine=None, ties: str = "lenient"):
     """EER from the points in the window, or None if the window may have missed it.
 
     Points outside the window are bounded: below it (more lenient) they
@@ -483,6 +504,9 @@ def _eer_from_pool(pool: Pool, method: str, affine=None):
     "rocch" (whose window is open above) adds the phantom point (x[0], 0),
     which lies below-left of every point outside the window: if the hull's
     crossing segment does not use it, no real point lies below that segment.
+    "fvc2000" takes a full pool. With ``ties="strict"`` (bob) the threshold
+    is bob's midpoint between the chosen score and the next lower one,
+    which must lie in the window.
     """
     # hull vertices are staircase corners, so "rocch" needs only those
     t = pool.hull_thresholds() if method == "rocch" else pool.thresholds()  # lenient to strict
@@ -508,12 +532,21 @@ def _eer_from_pool(pool: Pool, method: str, affine=None):
             return None  # the crossing may involve points outside the window
         lo, hi = lo - first, hi - first
     else:
-        value, lo, hi, s = _eer.eer_point(x, y, method)
+        value, lo, hi, s = _eer.eer_point(x, y, method, ties)
         if method == "nearest":
             bound = min(x[0] - y[0] if not open_lo else np.inf, y[-1] - x[-1] if not open_hi else np.inf)
             if not abs(x[lo] - y[lo]) < bound:
                 return None
-    if method == "interpolated" and lo != hi and np.isfinite(t[lo]) and np.isfinite(t[hi]):
+    if method == "nearest" and ties == "strict":  # bob.measure's threshold: between this score and the one below
+        if lo == 0 and not open_lo:
+            return None
+        if lo == 0:
+            threshold = t[0]
+        elif np.isfinite(t[lo]):
+            threshold = (t[lo - 1] + t[lo]) / 2
+        else:
+            threshold = np.nextafter(t[lo - 1], np.inf)
+    elif method == "interpolated" and lo != hi and np.isfinite(t[lo]) and np.isfinite(t[hi]):
         threshold = t[lo] + s * (t[hi] - t[lo])
     else:
         near = lo if (lo == hi or s < 0.5 or not np.isfinite(t[hi])) else hi
@@ -592,13 +625,16 @@ def _allowed(rate: float, n: int) -> int:
     return int(np.floor(rate * n * (1 + 8 * np.finfo(float).eps)))
 
 
-def fnmr_at_fmr(cube: xr.DataArray, fmr, *, dim=None, failure_policy: str = "exclude") -> xr.Dataset:
+def fnmr_at_fmr(
+    cube: xr.DataArray, fmr, *, dim=None, convention: str = "bioxr", failure_policy: str = "exclude"
+) -> xr.Dataset:
     """FNMR at the most lenient threshold whose FMR does not exceed each target.
 
     For a target ``f`` with ``n`` non-mated comparisons, at most ``k =
     floor(f n)`` false matches are allowed; the threshold is the lowest
     score above the ``(k+1)``-th highest non-mated score. Exact: no
-    interpolation, ties respected.
+    interpolation, ties respected. The peers place the threshold
+    differently (``convention``).
 
     Parameters
     ----------
@@ -609,6 +645,16 @@ def fnmr_at_fmr(cube: xr.DataArray, fmr, *, dim=None, failure_policy: str = "exc
         dimension, a scalar a scalar coordinate.
     dim : str, sequence of str or None, keyword-only
         Probe dimensions to pool over (default all).
+    convention : {"bioxr", "bob", "pyeer"}, keyword-only
+        Whose operating point (:data:`bioxr.conventions.FNMR_AT_FMR`).
+        ``"bioxr"`` (default): as above, the threshold at any score.
+        ``"bob"``: bob.measure's ``far_threshold`` then ``farfrr``: the
+        threshold only at a non-mated score (the lowest whose FMR does not
+        exceed the target; just above the highest non-mated score when
+        none does), so FNMR is never below bioxr's. ``"pyeer"``: pyeer's
+        FMR100 / FMR1000 (``get_fmr_op``): the distinct score whose FMR is
+        nearest the target, even above it. Recorded in
+        ``attrs["convention"]``.
     failure_policy : {"exclude", "nist", "iso"}, keyword-only
         How failed enrolments and acquisitions count (coordinates
         ``failed_enrolment`` / ``failed_acquisition``): left out
@@ -620,8 +666,9 @@ def fnmr_at_fmr(cube: xr.DataArray, fmr, *, dim=None, failure_policy: str = "exc
     -------
     xarray.Dataset
         Over ``(*kept, "fmr_target")``: ``fnmr``, ``threshold``, ``fmr``
-        (attained, ``<=`` target), ``false_matches``, ``false_nonmatches``;
-        ``n_mated``, ``n_nonmated`` over ``kept``.
+        (attained, ``<=`` target except under "pyeer"),
+        ``false_matches``, ``false_nonmatches``; ``n_mated``,
+        ``n_nonmated`` over ``kept``.
 
     Examples
     --------
@@ -630,7 +677,11 @@ def fnmr_at_fmr(cube: xr.DataArray, fmr, *, dim=None, failure_policy: str = "exc
     >>> op = bioxr.verification.fnmr_at_fmr(cube, [0.01, 0.001])
     >>> bool((op.fmr <= op.fmr_target).all())
     True
+    >>> bob = bioxr.verification.fnmr_at_fmr(cube, [0.01, 0.001], convention="bob")
+    >>> bool((bob.fnmr >= op.fnmr).all()), bob.attrs["convention"]
+    (True, 'bob')
     """
+    _conventions.check("fnmr_at_fmr", convention)
     targets = check_targets(fmr, "fmr")
     groups = Grouped(cube, dim, failure_policy=failure_policy)
     a, c, _, _ = _iso_factors(groups)
@@ -639,22 +690,36 @@ def fnmr_at_fmr(cube: xr.DataArray, fmr, *, dim=None, failure_policy: str = "exc
     out = np.empty((groups.n_groups, targets.size, len(cols)))
     for g in range(groups.n_groups):
         values, index = groups.block(g)
-        share = min(0.5, 1.5 * float(raw.max()) + 0.002)
+        share = min(0.5, 1.5 * float(raw.max()) + 0.002) if convention != "pyeer" else 1.0
         while True:
-            pool = _finish(groups, Pool.tail(values, index, groups.distance, share=share), g, index)
+            if share >= 1.0:  # pyeer's nearest FMR may lie anywhere: the whole curve
+                pool = _finish(groups, Pool.full(values, index, groups.distance), g, index)
+            else:
+                pool = _finish(groups, Pool.tail(values, index, groups.distance, share=share), g, index)
             groups.require(pool, g, "FNMR at FMR")
             q = pool.nonmated_tail()
-            ks = np.array([_allowed(f, pool.n_nonmated) for f in raw])
+            allowed = _allowed if convention != "bob" else _conventions.bob_allowed
+            ks = np.array([allowed(f, pool.n_nonmated) for f in raw])
             if pool.is_full or q.size >= ks.max() + 1:
                 break
             share = min(0.5, share * 4)
         t_all = pool.thresholds()
+        if convention == "pyeer":  # pyeer's thresholds: every distinct score (no sentinel)
+            t_scores = t_all[np.isfinite(t_all)]
+            x_all = pool.false_matches(t_scores) / pool.n_nonmated
         for j, k in enumerate(ks):
-            if k >= pool.n_nonmated:
-                t = t_all[0]  # k >= n only for target 1, which sorts everything
+            if convention == "pyeer":
+                t = t_scores[int(np.argmin(np.abs(x_all - raw[j])))]
+            elif k >= pool.n_nonmated:
+                # k >= n only for target 1, which sorts everything; bob: just below the lowest non-mated score
+                t = t_all[0] if convention == "bioxr" else np.nextafter(q[0], -np.inf)
             else:
                 pivot = q[q.size - 1 - k]  # the (k+1)-th highest non-mated score
-                t = t_all[np.searchsorted(t_all, pivot, side="right")]
+                if convention == "bob":  # the lowest non-mated score above it, else just above them all
+                    above = int(np.searchsorted(q, pivot, side="right"))
+                    t = q[above] if above < q.size else np.nextafter(q[-1], np.inf)
+                else:
+                    t = t_all[np.searchsorted(t_all, pivot, side="right")]
             fm_ = int(pool.false_matches([t])[0])
             fnm_ = int(pool.false_nonmatches([t])[0])
             x, y = fm_ / pool.n_nonmated, fnm_ / pool.n_mated
@@ -663,7 +728,10 @@ def fnmr_at_fmr(cube: xr.DataArray, fmr, *, dim=None, failure_policy: str = "exc
     ds = _scalar_dataset(groups, cols, out, ("fmr_target",), {"fmr_target": targets})
     if np.ndim(fmr) == 0:
         ds = ds.isel(fmr_target=0)
-    ds.attrs = _attrs(groups, operating_point="most lenient threshold with FMR <= target (no interpolation)")
+    point = "most lenient threshold with FMR <= target (no interpolation)"
+    if convention != "bioxr":
+        point = _conventions.describe("fnmr_at_fmr", convention)
+    ds.attrs = _attrs(groups, convention=convention, operating_point=point)
     if groups.policy == "iso" and groups.has_failures:
         ds.attrs["rates"] = "generalized: GFRR at the most lenient threshold with GFAR <= target"
     return ds

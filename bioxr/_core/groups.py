@@ -365,9 +365,11 @@ def flat_comparisons(obj, *, failure_policy: str = "exclude"):
             keep |= failed
         if selfc is not None:
             keep &= ~selfc
-        p = np.asarray(obj["subject"].values)[keep]
-        r = np.asarray(obj["reference_subject"].values)[keep]
-        return score[keep], p, r, p == r, kind
+        p = np.asarray(obj["subject"].values)
+        r = np.asarray(obj["reference_subject"].values)
+        if not keep.all():  # no copies when every comparison counts
+            score, p, r = score[keep], p[keep], r[keep]
+        return score, p, r, p == r, kind
     cube = obj
     if cube.chunks is not None:
         cube = cube.compute()

@@ -14,6 +14,8 @@ raises a :class:`ScoreFileError` naming the file, the line and the column.
 
 from __future__ import annotations
 
+import contextlib
+
 import csv
 import io
 from dataclasses import dataclass, field
@@ -441,7 +443,30 @@ class Table:
     locate: object  # row -> "line N"
 
 
+@contextlib.contextmanager
+def system_arrow_pool():
+    """Parse with Arrow's system allocator: its default (mimalloc) keeps what it freed, about 2x a list's size.
+
+    The arrays a reader returns outlive the parse; everything else Arrow
+    allocated on the way goes back to the system at once.
+    """
+    if pa is None:  # pragma: no cover
+        yield
+        return
+    previous = pa.default_memory_pool()
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(previous)
+
+
 def read_table(src: Source, lay: Layout, *, names: list[str], numeric: set[str], width_error) -> Table:
+    with system_arrow_pool():
+        return _read_table(src, lay, names=names, numeric=numeric, width_error=width_error)
+
+
+def _read_table(src: Source, lay: Layout, *, names: list[str], numeric: set[str], width_error) -> Table:
     """Parse the rows after the header into columns named ``names``.
 
     ``numeric`` columns are read as numbers when they all are; otherwise as

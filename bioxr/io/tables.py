@@ -200,13 +200,21 @@ def _long_format(src: Source, format) -> str:
 
 
 def _parquet_table(src: Source):
+    from ._text import system_arrow_pool
+
+    with system_arrow_pool():
+        return _read_parquet(src)
+
+
+def _read_parquet(src: Source):
     from ._text import Table
 
     stream = src.stream()
     try:
         import pyarrow.parquet as pq
 
-        table = pq.read_table(stream)
+        parquet = pq.ParquetFile(stream)
+        names = parquet.schema_arrow.names
     except ImportError:  # pragma: no cover - without the io extra
         try:
             frame = pd.read_parquet(stream)
@@ -222,8 +230,13 @@ def _parquet_table(src: Source):
     from ._text import _arrow_labels
 
     columns = {}
-    for name in table.column_names:
-        column = table.column(name)
+    n_rows = parquet.metadata.num_rows
+    for name in names:  # one column at a time: the Arrow copy of only one column is held with the arrays
+        try:
+            column = parquet.read(columns=[name]).column(0)
+        except Exception as err:  # pyarrow raises ArrowInvalid, OSError...
+            raise ScoreFileError(f"{src}: column {name!r} cannot be read from Parquet ({type(err).__name__}: "
+                                 f"{err}).") from err
         kind = column.type
         if pa.types.is_dictionary(kind):
             kind = kind.value_type
@@ -234,7 +247,17 @@ def _parquet_table(src: Source):
             columns[str(name)] = labels
         else:
             columns[str(name)] = column.to_numpy()
-    return Table(columns, table.num_rows, lambda i: f"row {i + 1}")
+        del column
+    return Table(columns, n_rows, lambda i: f"row {i + 1}")
+
+
+def release_arrow_memory() -> None:
+    """Hand memory that Arrow freed back to the system (its allocator keeps it otherwise: 2x a list's size)."""
+    try:
+        import pyarrow as pa
+    except ImportError:  # pragma: no cover
+        return
+    pa.default_memory_pool().release_unused()
 
 
 def read_long(path, *, probe: str = "probe", reference: str = "reference", score: str = "score",
@@ -323,10 +346,12 @@ def read_long(path, *, probe: str = "probe", reference: str = "reference", score
                                  f"{header[duplicate[1]]!r} twice.")
         table = read_table(src, lay, names=header, numeric={score} & set(header),
                            width_error=_width_error(src, lay, header))
-    return build(src, table, probe=probe, reference=reference, score=score, probe_subject=probe_subject,
-                 reference_subject=reference_subject, score_kind=score_kind, missing=missing, failure=failure,
-                 failed_enrolment=failed_enrolment, failed_acquisition=failed_acquisition, sample_ids=sample_ids,
-                 layout=layout)
+    out = build(src, table, probe=probe, reference=reference, score=score, probe_subject=probe_subject,
+                reference_subject=reference_subject, score_kind=score_kind, missing=missing, failure=failure,
+                failed_enrolment=failed_enrolment, failed_acquisition=failed_acquisition, sample_ids=sample_ids,
+                layout=layout)
+    release_arrow_memory()
+    return out
 
 
 # ------------------------------------------------------------------------ bob
@@ -341,6 +366,19 @@ def read_bob(path, *, score_kind: str = "similarity", missing: float | None = No
     lines are skipped. Four columns whose third is a number on every line are
     not bob text but a multi-system file (DETConf style: true id, claimed id,
     two systems' scores), refused with a way to read it.
+
+    bob's verification loaders (bob.bio.base ``split_four_column``,
+    ``split_five_column``) read each line as one comparison and never look
+    at the probe label; bob's own test files write ``x`` on every line. So
+    a probe label that is the same on every line while ``real_id`` names
+    several subjects (a sample has one subject) names no probe: each line
+    becomes its own probe, with id ``"<label>@<line number>"``, counted in
+    ``attrs["n_probes_from_lines"]`` and explained in
+    ``attrs["probe_labels"]``. Likewise a 5-column model label that is the
+    same on every line across several ``claimed_id`` names no model: the
+    reference is then the model of ``claimed_id``, as in 4-column files
+    (``attrs["model_labels"]``). One real probe label on every line of one
+    subject stays one probe (repeated pairs are then refused).
 
     Parameters
     ----------
@@ -369,6 +407,12 @@ def read_bob(path, *, score_kind: str = "similarity", missing: float | None = No
     >>> cube = read_bob(text)
     >>> [str(s) for s in cube["subject"].values], cube.attrs["n_not_compared"]
     (['a', 'b'], 1)
+
+    bob's own test files: the probe label ``x`` on every line.
+
+    >>> lst = read_bob("a a x 0.9\\nb a x 0.1\\nb b x 0.7\\na b x 0.2\\n")
+    >>> lst.attrs["n_probes_from_lines"], [str(p) for p in lst["probe"].values]
+    (4, ['x@1', 'x@2', 'x@3', 'x@4'])
     """
     src = Source(path)
     lay = sniff(src, delimiter=WHITESPACE, header=False,
@@ -390,9 +434,45 @@ def read_bob(path, *, score_kind: str = "similarity", missing: float | None = No
     table = read_table(src, lay, names=names, numeric={"score"}, width_error=width_error)
     if width == 4:
         _refuse_detconf(src, table)
-    return build(src, table, probe="test_label", reference="claimed_id" if width == 4 else "model_label",
-                 score="score", probe_subject="real_id", reference_subject=None if width == 4 else "claimed_id",
-                 score_kind=score_kind, missing=missing, failure=failure, sample_ids=sample_ids, layout=layout)
+    per_line = _constant_label(table, "test_label", "real_id")
+    if per_line is not None:  # bob's verification loaders read one comparison per line: each line its own probe
+        table.columns["test_label"] = _line_labels(table, per_line)
+    by_model = width == 5 and _constant_label(table, "model_label", "claimed_id") is None
+    out = build(src, table, probe="test_label", reference="model_label" if by_model else "claimed_id",
+                score="score", probe_subject="real_id", reference_subject="claimed_id" if by_model else None,
+                score_kind=score_kind, missing=missing, failure=failure, sample_ids=sample_ids, layout=layout)
+    if per_line is not None:
+        out.attrs["n_probes_from_lines"] = int(table.n_rows)
+        out.attrs["probe_labels"] = (
+            f"the probe label {per_line!r} is on every line, across several subjects, so it names no probe: each "
+            "line is its own probe "
+            f"(id '{per_line}@<line number>'), as bob.bio.base's split_four_column / split_five_column read it "
+            "(one comparison per line)")
+    if width == 5 and not by_model:
+        out.attrs["model_labels"] = (
+            f"the model label {_constant_label(table, 'model_label', 'claimed_id')!r} is on every line, across "
+            "several subjects, so it names no model: the reference is "
+            "the model of claimed_id, as in 4-column files")
+    return out
+
+
+def _constant_label(table, column: str, subject: str):
+    """The one label of ``column`` when every line holds it across several ``subject`` values, else None.
+
+    A sample belongs to one subject, so such a label cannot name a sample (bob's test files write ``x``).
+    """
+    col, subjects = table.columns[column], table.columns[subject]
+    if table.n_rows < 2 or not isinstance(col, Labels) or len(col.uniques) != 1 or (col.codes < 0).any():
+        return None
+    n_subjects = len(subjects.uniques) if isinstance(subjects, Labels) else len(np.unique(np.asarray(subjects)))
+    return str(col.uniques[0]) if n_subjects > 1 else None
+
+
+def _line_labels(table, label: str) -> Labels:
+    """``label@N`` for each score line N (its line number in the file)."""
+    lines = np.asarray(table.locate.lines())
+    names = np.char.add(f"{label}@", lines.astype(str)).astype(object)
+    return Labels(np.arange(table.n_rows, dtype=np.int64), names)
 
 
 def _first_data_line(src: Source) -> int:
