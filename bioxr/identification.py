@@ -305,8 +305,8 @@ def open_set_rates(
         (:data:`bioxr.conventions.RANK_TIES`): the Annex F.2 share
         (default) or, ``"bob"``, at its worst tied rank as bob.measure's
         ``detection_identification_rate``. Only the rank rule changes: the
-        threshold still accepts a score equal to it (bob's DIR keeps only
-        scores strictly above). Recorded in ``attrs["convention"]``.
+        threshold accepts a score equal to it, as bob's DIR does
+        (``max_pos >= threshold``). Recorded in ``attrs["convention"]``.
 
     Returns
     -------

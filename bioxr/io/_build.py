@@ -203,7 +203,7 @@ def build(src, table, *, probe, reference, score, probe_subject=None, reference_
     scores = scores_of(src, cols[score], where=lambda i: f"{locate(i)}, column {score!r}")
     pcode, rcode, n_p, n_r = pl.codes, rl.codes, len(pl.uniques), len(rl.uniques)
     key = pcode.astype(np.int64) * n_r + rcode
-    ordered = np.sort(key, kind="stable")  # a radix sort: faster than hashing 1e7 keys
+    ordered = np.sort(key)  # values only: the fastest sort (SIMD); faster than hashing 1e7 keys
     repeated = ordered[1:][ordered[1:] == ordered[:-1]]
     del ordered
     if repeated.size:
