@@ -290,14 +290,17 @@ class Pool:
         """
         mv = np.unique(self._inside(self.mated))
         nxt = self._next_comparison_scores(mv)
-        nxt = nxt[np.isfinite(nxt)]
+        first, tail = self._ends()
+        return np.unique(np.concatenate([first, mv, nxt[np.isfinite(nxt)], tail]))
+
+    def _ends(self):
+        """The window's first threshold (the lowest comparison score, or ``lo``) and +inf when open above."""
         if np.isneginf(self.lo):
             first = self._next_comparison_scores(np.array([-np.inf]), strictly_above=False)
             first = first[np.isfinite(first)]
         else:
             first = np.array([self.lo])
-        tail = [np.inf] if np.isposinf(self.hi) else []
-        return np.unique(np.concatenate([first, mv, nxt, tail]))
+        return first, np.array([np.inf] if np.isposinf(self.hi) else [])
 
     def hull_thresholds(self) -> np.ndarray:
         """The corners that can be vertices of the ROC convex hull, ascending.
@@ -307,14 +310,8 @@ class Pool:
         the corners just above them are upper-right ones, never on the lower
         hull. Plus the window's first threshold and +inf when open above.
         """
-        mv = np.unique(self._inside(self.mated))
-        if np.isneginf(self.lo):
-            first = self._next_comparison_scores(np.array([-np.inf]), strictly_above=False)
-            first = first[np.isfinite(first)]
-        else:
-            first = np.array([self.lo])
-        tail = [np.inf] if np.isposinf(self.hi) else []
-        return np.unique(np.concatenate([first, mv, tail]))
+        first, tail = self._ends()
+        return np.unique(np.concatenate([first, np.unique(self._inside(self.mated)), tail]))
 
     def _next_comparison_scores(self, values: np.ndarray, strictly_above: bool = True) -> np.ndarray:
         """For each value, the lowest comparison score in the pool above it (+inf if none).
