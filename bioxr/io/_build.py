@@ -166,6 +166,25 @@ def failures(scores, pcode, rcode, n_p, n_r, failure):
     return fe, fa, isolated
 
 
+def matrix_failures(values: np.ndarray, failure: float, probe_dim: str) -> tuple[dict, dict]:
+    """Apply a failure sentinel to a (probe, reference) matrix in place: failed cells become NaN.
+
+    Returns the coordinates (``failed_enrolment`` on ``reference``,
+    ``failed_acquisition`` on ``probe_dim``) and the attrs that count them.
+    """
+    n_p, n_r = values.shape
+    flat = values.reshape(-1)
+    pcode, rcode = np.repeat(np.arange(n_p), n_r), np.tile(np.arange(n_r), n_p)
+    fe, fa, isolated = failures(flat, pcode, rcode, n_p, n_r, float(failure))
+    flat[isolated] = np.nan
+    values[:, fe] = np.nan
+    values[fa, :] = np.nan
+    coords = {"failed_enrolment": ("reference", fe), "failed_acquisition": (probe_dim, fa)}
+    attrs = dict(failure_sentinel=float(failure), n_failed_enrolments=int(fe.sum()),
+                 n_failed_acquisitions=int(fa.sum()), n_failed_comparisons=int(isolated.sum()))
+    return coords, attrs
+
+
 def _consistent_flag(src, flags, codes, n, column, side, ids, locate) -> np.ndarray:
     first, clash = per_group(flags.astype(np.int8), codes, n)
     if clash:

@@ -23,7 +23,7 @@ import xarray as xr
 from bioxr.cube import SCORE_KINDS, ScoreCubeError, probe_dims, validate_score_cube
 from bioxr.cube import score_kind as cube_score_kind
 
-from ._build import build_cube, check_options, failures
+from ._build import build_cube, check_options, matrix_failures
 from ._text import ScoreFileError, existing_file
 
 __all__ = ["read_npz", "write_npz", "to_netcdf", "to_zarr", "open_score_cube"]
@@ -69,16 +69,8 @@ def _apply_options(src, cube: xr.DataArray, *, score_kind, missing, failure) -> 
         attrs.update(missing_sentinel=float(missing), n_missing=int(attrs.get("n_missing", 0)) + int(hit.sum()))
     coords = {}
     if failure is not None:
-        n_p, n_r = values.shape
-        flat = values.reshape(-1)
-        pcode, rcode = np.repeat(np.arange(n_p), n_r), np.tile(np.arange(n_r), n_p)
-        fe, fa, isolated = failures(flat, pcode, rcode, n_p, n_r, float(failure))
-        flat[isolated] = np.nan
-        values[:, fe] = np.nan
-        values[fa, :] = np.nan
-        coords = {"failed_enrolment": ("reference", fe), "failed_acquisition": (pdims[0], fa)}
-        attrs.update(failure_sentinel=float(failure), n_failed_enrolments=int(fe.sum()),
-                     n_failed_acquisitions=int(fa.sum()), n_failed_comparisons=int(isolated.sum()))
+        coords, counts = matrix_failures(values, failure, pdims[0])
+        attrs.update(counts)
     return cube.copy(data=values).assign_coords(coords).assign_attrs(attrs)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._build import build, build_cube, check_options, failures, first_duplicate, normalised
+from ._build import build, build_cube, check_options, first_duplicate, matrix_failures, normalised
 from ._text import (WHITESPACE, Labels, Layout, ScoreFileError, Source, _NotANumber, labels_of, read_table, sniff,
                     to_float)
 
@@ -126,16 +126,9 @@ def read_matrix_csv(path, *, score_kind: str = "similarity", missing: float | No
         attrs.update(missing_sentinel=float(missing), n_missing=int(np.count_nonzero(hit)))
         scores[hit] = np.nan
     if failure is not None:
-        n_p_, n_r_ = scores.shape
-        flat = scores.reshape(-1)
-        pcode, rcode = np.repeat(np.arange(n_p_), n_r_), np.tile(np.arange(n_r_), n_p_)
-        fe, fa, isolated = failures(flat, pcode, rcode, n_p_, n_r_, float(failure))
-        flat[isolated] = np.nan
-        scores[:, fe] = np.nan
-        scores[fa, :] = np.nan
-        coords.update(failed_enrolment=("reference", fe), failed_acquisition=("probe", fa))
-        attrs.update(failure_sentinel=float(failure), n_failed_enrolments=int(fe.sum()),
-                     n_failed_acquisitions=int(fa.sum()), n_failed_comparisons=int(isolated.sum()))
+        flags, counts = matrix_failures(scores, failure, "probe")
+        coords.update(flags)
+        attrs.update(counts)
     as_text = ids.dtype.kind == "U" and all(isinstance(v, str) for v in subject.uniques)
     cube = build_cube(src, scores, subject=subject.uniques.astype(str) if as_text else subject.uniques,
                       reference_subject=ref_subject.uniques.astype(str), coords=coords, score_kind=score_kind)
