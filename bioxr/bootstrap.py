@@ -27,10 +27,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._core import check_level, check_replicates, check_targets, flat_comparisons, tie_share
+from ._core import FewReplicatesWarning, check_level, check_replicates, check_targets, flat_comparisons, tie_share
 from .simulate import _entropy, _rng
 
-__all__ = ["subject_draws", "bootstrap_replicates", "bootstrap_curve", "fnmr_at_fmr_interval", "eer_interval", "bootstrap_rate_interval", "cmc_interval", "open_set_interval"]
+__all__ = ["FewReplicatesWarning", "subject_draws", "bootstrap_replicates", "bootstrap_curve", "fnmr_at_fmr_interval", "eer_interval", "bootstrap_rate_interval", "cmc_interval", "open_set_interval"]
 
 _CHUNK = 256  # replicates per block of the non-mated products
 

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from .errors import ScoreKindWarning
+from .errors import FewReplicatesWarning, ScoreKindWarning
 
 FAILURE_POLICIES = ("exclude", "nist", "iso")
 FAILURE_RULES = {
@@ -31,12 +31,41 @@ def check_level(level) -> float:
     return value
 
 
-def check_replicates(n_replicates, *, minimum: int = 2) -> int:
-    """A whole number of bootstrap replicates, at least ``minimum``."""
-    if isinstance(n_replicates, bool) or not float(n_replicates).is_integer() or int(n_replicates) < minimum:
+def check_replicates(n_replicates, *, minimum: int = 2, level=None) -> int:
+    """A whole number of bootstrap replicates, at least ``minimum``.
+
+    With ``level`` given (an interval is asked for), fewer than 1,000
+    replicates for a 95% interval (``50 / (1 - level)`` in general: 25 beyond
+    each bound) give a
+    :class:`FewReplicatesWarning`: the tails of the replicate distribution
+    are then read off a handful of values.
+    """
+    try:
+        whole = not isinstance(n_replicates, bool) and float(n_replicates).is_integer()
+    except (TypeError, ValueError):
+        whole = False
+    if not whole or int(n_replicates) < minimum:
         raise ValueError(f"n_replicates={n_replicates!r}; give a whole number of replicates, at least {minimum} "
                          "(1,000 or more for 95% intervals).")
-    return int(n_replicates)
+    n = int(n_replicates)
+    if level is not None:
+        wanted = int(np.ceil(50 / (1 - check_level(level)) - 1e-9))
+        if n < wanted:
+            warnings.warn(f"n_replicates={n} is few for a {float(level):.0%} interval: use at least {wanted:,} "
+                          "(the bounds are read off the tails of the replicates).", FewReplicatesWarning, stacklevel=3)
+    return n
+
+
+def check_rank(rank, name: str = "rank") -> int:
+    """A rank: a whole number, at least 1."""
+    try:
+        whole = not isinstance(rank, bool) and float(rank).is_integer()
+    except (TypeError, ValueError):
+        whole = False
+    if not whole or int(rank) < 1:
+        raise ValueError(f"{name}={rank!r}; ranks are whole numbers starting at 1 (rank 1: the mate is the top "
+                         "candidate).")
+    return int(rank)
 
 
 def check_targets(values, name: str, *, closed: bool = True) -> np.ndarray:

@@ -12,3 +12,10 @@ ScoreCubeError.__module__ = "bioxr.cube"  # its public home: bioxr.cube.ScoreCub
 
 class ScoreKindWarning(UserWarning):
     """The scores look reversed for the declared ``score_kind``."""
+
+
+class FewReplicatesWarning(UserWarning):
+    """Fewer bootstrap replicates than an interval at the requested level needs to be stable."""
+
+
+FewReplicatesWarning.__module__ = "bioxr.bootstrap"
