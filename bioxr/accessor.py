@@ -153,11 +153,14 @@ class BioAccessor:
         two_level: bool = False,
         progress: bool = False,
         failure_policy: str = "exclude",
+        fmr_variance: str = "moments",
+        interval: str = "effective",
     ) -> xr.Dataset:
         """Subject-bootstrap bands of FMR and FNMR; see :func:`bioxr.bootstrap.bootstrap_curve`."""
         return _bootstrap.bootstrap_curve(
             self._obj, thresholds=thresholds, n_replicates=n_replicates, level=level, seed=seed, unit=unit,
-            two_level=two_level, progress=progress, failure_policy=failure_policy,
+            two_level=two_level, progress=progress, failure_policy=failure_policy, fmr_variance=fmr_variance,
+            interval=interval,
         )
 
     def fnmr_at_fmr_interval(
@@ -172,11 +175,14 @@ class BioAccessor:
         two_level: bool = False,
         progress: bool = False,
         failure_policy: str = "exclude",
+        fmr_variance: str = "moments",
+        interval: str = "effective",
     ) -> xr.Dataset:
         """Bootstrap interval of FNMR at FMR targets; see :func:`bioxr.bootstrap.fnmr_at_fmr_interval`."""
         return _bootstrap.fnmr_at_fmr_interval(
             self._obj, fmr, thresholds=thresholds, n_replicates=n_replicates, level=level, seed=seed, unit=unit,
-            two_level=two_level, progress=progress, failure_policy=failure_policy,
+            two_level=two_level, progress=progress, failure_policy=failure_policy, fmr_variance=fmr_variance,
+            interval=interval,
         )
 
     def eer_interval(
@@ -192,19 +198,23 @@ class BioAccessor:
         two_level: bool = False,
         progress: bool = False,
         failure_policy: str = "exclude",
+        fmr_variance: str = "moments",
+        interval: str = "bc",
     ) -> xr.Dataset:
         """The EER with a subject-bootstrap interval; see :func:`bioxr.bootstrap.eer_interval`."""
         return _bootstrap.eer_interval(
             self._obj, method=method, convention=convention, thresholds=thresholds, n_replicates=n_replicates,
-            level=level, seed=seed,
-            unit=unit, two_level=two_level, progress=progress, failure_policy=failure_policy,
+            level=level, seed=seed, unit=unit, two_level=two_level, progress=progress, failure_policy=failure_policy,
+            fmr_variance=fmr_variance, interval=interval,
         )
 
     def cmc_interval(
-        self, *, max_rank: int | None = None, n_replicates: int = 2000, level: float = 0.95, seed=0
+        self, *, max_rank: int | None = None, n_replicates: int = 2000, level: float = 0.95, seed=0,
+        interval: str = "effective",
     ) -> xr.Dataset:
         """CMC with subject-bootstrap intervals; see :func:`bioxr.bootstrap.cmc_interval`."""
-        return _bootstrap.cmc_interval(self._obj, max_rank=max_rank, n_replicates=n_replicates, level=level, seed=seed)
+        return _bootstrap.cmc_interval(self._obj, max_rank=max_rank, n_replicates=n_replicates, level=level, seed=seed,
+                                       interval=interval)
 
     def open_set_interval(
         self,
@@ -215,10 +225,12 @@ class BioAccessor:
         n_replicates: int = 2000,
         level: float = 0.95,
         seed=0,
+        interval: str = "effective",
     ) -> xr.Dataset:
         """DIR and FPIR with subject-bootstrap intervals; see :func:`bioxr.bootstrap.open_set_interval`."""
         return _bootstrap.open_set_interval(
-            self._obj, threshold, rank=rank, impostors=impostors, n_replicates=n_replicates, level=level, seed=seed
+            self._obj, threshold, rank=rank, impostors=impostors, n_replicates=n_replicates, level=level, seed=seed,
+            interval=interval,
         )
 
     def dichotomize(self, *, rank=None, threshold=None, ties: str = "strict") -> xr.DataArray:

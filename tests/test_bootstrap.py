@@ -46,7 +46,7 @@ def test_sufficient_statistics_equal_a_naive_bootstrap_with_the_same_draws(kind)
     if kind == "distance":
         cube = (-cube).assign_attrs(score_kind="distance")
     t = np.array([-1.5, -0.2, 0.7, 1.9, 3.1])
-    reps = bootstrap_replicates(cube, thresholds=t, n_replicates=15, seed=4)
+    reps = bootstrap_replicates(cube, thresholds=t, n_replicates=15, seed=4, fmr_variance="pigeonhole")
     units = list(_Stats(cube, t, "subject").units)
     draws = subject_draws(len(units), 15, seed=4)
     order = np.argsort(t)
@@ -145,7 +145,7 @@ def test_cmc_interval_equals_resampling_subjects_with_the_same_draws():
     from bioxr.bootstrap import cmc_interval
 
     cube = bioxr.simulate.gaussian(n_subjects=15, n_samples=3, mated_mean=1.5, seed=6)
-    res = cmc_interval(cube, max_rank=4, n_replicates=60, seed=8)
+    res = cmc_interval(cube, max_rank=4, n_replicates=60, seed=8, interval="percentile")
     xr.testing.assert_allclose(res.cmc, bioxr.identification.cmc_curve(cube, max_rank=4).cmc)
     out = cube.bio.outcomes()
     lo, hi = out.mated_rank_min.values, out.mated_rank_max.values
@@ -174,3 +174,81 @@ def test_open_set_interval_points_are_the_open_set_rates():
     lower, upper = res.fpir_interval.sel(bound="lower"), res.fpir_interval.sel(bound="upper")
     assert ((lower <= res.fpir + 1e-12) & (res.fpir <= upper + 1e-12)).all()
     assert cube.bio.open_set_interval(1.5, impostors="all", n_replicates=50, seed=1).dir_interval.dims == ("bound",)
+
+
+def test_percentile_bounds_are_the_replicate_quantiles_at_the_level():
+    cube = bioxr.simulate.gaussian(n_subjects=30, n_samples=3, seed=12)
+    t = np.array([0.5, 1.5, 2.5])
+    band = bootstrap_curve(cube, thresholds=t, n_replicates=400, level=0.9, seed=5, interval="percentile")
+    reps = bootstrap_replicates(cube, thresholds=t, n_replicates=400, seed=5)
+    for rate in ("fmr", "fnmr"):
+        inner = (reps[f"{rate}_point"] > 0) & (reps[f"{rate}_point"] < 1)
+        want = np.quantile(reps[rate].values, [0.05, 0.95], axis=0).T
+        np.testing.assert_allclose(band[f"{rate}_interval"].values[inner.values], want[inner.values])
+
+
+def test_effective_bounds_are_the_binomial_interval_on_the_effective_count():
+    from bioxr.intervals import binomial_interval
+
+    cube = bioxr.simulate.gaussian(n_subjects=30, n_samples=3, seed=12)
+    t = np.array([1.0, 2.0])
+    band = bootstrap_curve(cube, thresholds=t, n_replicates=400, level=0.9, seed=5)
+    reps = bootstrap_replicates(cube, thresholds=t, n_replicates=400, seed=5)
+    p = reps.fnmr_point.values
+    n = float(reps.n_mated)
+    deff = np.maximum(1.0, reps.fnmr.var("replicate", ddof=1).values / (p * (1 - p) / n))
+    want = binomial_interval(p * n / deff, n / deff, level=0.9).values
+    np.testing.assert_allclose(band.fnmr_interval.values, want)
+    np.testing.assert_allclose(band.fnmr_n_eff.values, n / deff)
+
+
+@pytest.mark.parametrize("method", ["rocch", "nearest", "interpolated", "fvc2000"])
+def test_eer_replicates_use_the_method_asked_for(method):
+    from bioxr import eer as rules
+
+    cube = bioxr.simulate.gaussian(n_subjects=25, n_samples=2, mated_mean=2.0, seed=3)
+    res = bioxr.bootstrap.eer_interval(cube, method=method, n_replicates=50, seed=9)
+    reps = bootstrap_replicates(cube, n_replicates=50, seed=9)
+    want = [rules.eer_point(np.r_[1.0, reps.fmr.values[r], 0.0], np.r_[0.0, reps.fnmr.values[r], 1.0], method)[0]
+            for r in range(50)]
+    np.testing.assert_allclose(res.eer_replicates.values, want)
+    others = [m for m in rules.METHODS if m != method]
+    assert any(not np.allclose(res.eer_replicates.values, bioxr.bootstrap.eer_interval(
+        cube, method=m, n_replicates=50, seed=9).eer_replicates.values) for m in others)
+
+
+def test_zero_errors_give_a_one_sided_bound_on_the_subjects_never_zero_width():
+    e = xr.DataArray(np.zeros(200), dims="individual")
+    m = xr.full_like(e, 5)
+    res = bootstrap_rate_interval(e, m, n_replicates=1000, seed=0)
+    lo, hi = res.rate_interval.values
+    assert lo == 0 and hi == pytest.approx(-np.log(0.05) / 200)
+    assert str(res.rate_bound_kind.values) == "one-sided upper (no errors)"
+    # every rate in a band: never a zero-width interval, at both ends of the curve
+    cube = bioxr.simulate.gaussian(n_subjects=30, n_samples=3, seed=1)
+    band = bootstrap_curve(cube, n_replicates=300, seed=2)
+    for rate in ("fmr", "fnmr"):
+        width = band[f"{rate}_interval"].diff("bound")
+        assert bool((width > 0).all())
+        edge = (band[rate] == 0) | (band[rate] == 1)
+        assert bool((band[f"{rate}_bound_kind"].where(edge, drop=True) != "two-sided").all())
+
+
+@pytest.mark.parametrize("call", [
+    lambda c: bootstrap_curve(c, level=-0.5), lambda c: bootstrap_curve(c, level=0),
+    lambda c: bootstrap_curve(c, n_replicates=0), lambda c: fnmr_at_fmr_interval(c, -0.1),
+    lambda c: fnmr_at_fmr_interval(c, 1.5), lambda c: fnmr_at_fmr_interval(c, float("nan")),
+    lambda c: bioxr.bootstrap.open_set_interval(c, 1.0, rank=0), lambda c: bioxr.bootstrap.cmc_interval(c, max_rank=0),
+    lambda c: bootstrap_curve(c, interval="bca"), lambda c: bootstrap_curve(c, fmr_variance="exact"),
+    lambda c: bioxr.bootstrap.eer_interval(c, interval="t"),
+])
+def test_bad_arguments_are_refused_before_any_work(call):
+    cube = bioxr.simulate.gaussian(n_subjects=10, n_samples=2, seed=0)
+    with pytest.raises(ValueError):
+        call(cube)
+
+
+def test_few_replicates_warn_for_the_level():
+    cube = bioxr.simulate.gaussian(n_subjects=10, n_samples=2, seed=0)
+    with pytest.warns(bioxr.bootstrap.FewReplicatesWarning, match="at least 1,000"):
+        bootstrap_curve(cube, n_replicates=200)

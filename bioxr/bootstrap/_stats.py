@@ -1,0 +1,295 @@
+"""Per-subject sufficient statistics at a threshold grid, and the replicate engine.
+
+Counted once, the errors of every subject (mated) and of every pair of
+subjects (non-mated) at every grid threshold make each bootstrap replicate
+a weighted sum (METHODS.md section 7). The same counts give the
+method-of-moments variance of the FMR with crossed subjects (section 12),
+which corrects the pigeonhole replicates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .._core import flat_comparisons
+from ..simulate import _entropy, _rng
+
+_CHUNK = 256  # replicates per block of the non-mated products
+
+
+def subject_draws(n_units: int, n_replicates: int, *, seed=0) -> np.ndarray:
+    """Indices of the units drawn, with replacement, for each replicate.
+
+    Returns an ``(n_replicates, n_units)`` int array; the bootstrap uses the
+    counts of each index per row. Seeded: the same seed gives the same draws.
+
+    Examples
+    --------
+    >>> from bioxr.bootstrap import subject_draws
+    >>> subject_draws(4, 2, seed=1).shape
+    (2, 4)
+    """
+    rng = _rng(_entropy(seed), 7)
+    return rng.integers(0, n_units, size=(n_replicates, n_units), dtype=np.int32)
+
+
+def _counts(draws: np.ndarray, n_units: int) -> np.ndarray:
+    """How often each unit was drawn, per replicate (float32: small integers, exact)."""
+    out = np.empty((draws.shape[0], n_units), dtype=np.float32)
+    for r, row in enumerate(draws):
+        out[r] = np.bincount(row, minlength=n_units)
+    return out
+
+
+def _default_grid(mated: np.ndarray, nonmated: np.ndarray, size: int = 200) -> np.ndarray:
+    """Every distinct score if few, else mated quantiles and log-spaced non-mated tail quantiles.
+
+    Failed comparisons (scores of -inf) are never grid points.
+    """
+    mated, nonmated = mated[np.isfinite(mated)], nonmated[np.isfinite(nonmated)]
+    scores = np.unique(np.concatenate([mated, nonmated]))
+    if scores.size <= 4 * size:
+        return scores
+    q_m = np.quantile(mated, np.linspace(0, 1, size))
+    fmr = np.geomspace(max(1.0 / max(nonmated.size, 1), 1e-7), 1.0, size)
+    q_n = np.quantile(nonmated, 1 - fmr)
+    return np.unique(np.concatenate([q_m, q_n]))
+
+
+class _Stats:
+    """Per-unit sufficient statistics at a threshold grid."""
+
+    def __init__(self, data, thresholds, unit: str, failure_policy: str = "exclude"):
+        if unit != "subject":
+            raise ValueError("only unit='subject' is supported: subjects are what both sides share.")
+        scores, p_unit, r_unit, mated, self.kind = flat_comparisons(
+            data, failure_policy="exclude" if failure_policy == "iso" else failure_policy)
+        sign = -1.0 if self.kind == "distance" else 1.0  # similarity orientation
+        # units: the sorted union of subjects on both sides (the order of the data is no matter); int32 codes,
+        # and every large temporary freed as soon as it is used: memory stays a few times the comparisons
+        units = pd.Index(pd.unique(np.concatenate([pd.unique(p_unit), pd.unique(r_unit)]))).sort_values()
+        self.units = np.asarray(units)
+        self.n_units = len(units)
+        pu = units.get_indexer(p_unit).astype(np.int32)
+        ru = units.get_indexer(r_unit).astype(np.int32)
+        del p_unit, r_unit
+        m_scores, m_unit = sign * scores[mated], pu[mated]
+        nonmated = ~mated
+        n_scores = scores[nonmated]
+        if sign < 0:
+            np.negative(n_scores, out=n_scores)
+        del scores
+        if m_scores.size == 0 or n_scores.size == 0:
+            raise ValueError("the bootstrap needs both mated and non-mated comparisons.")
+        t = None if thresholds is None else np.atleast_1d(np.asarray(thresholds, dtype=float))
+        if t is not None and (t.ndim != 1 or np.isnan(t).any()):
+            raise ValueError("thresholds must be a 1-D sequence of numbers (no NaN).")
+        grid = _default_grid(m_scores, n_scores) if t is None else np.sort(sign * t)
+        self.grid = grid  # similarity orientation, ascending
+        self.thresholds = sign * grid
+        k = grid.size
+        # mated: errors (score < t) of unit i at grid point j, i.e. j >= b
+        b = np.searchsorted(grid, m_scores, side="right")
+        hist = np.zeros((self.n_units, k + 1), dtype=np.float32)
+        np.add.at(hist, (m_unit, b), 1.0)
+        self.mated_errors = np.cumsum(hist, axis=1)[:, :k]
+        del hist
+        self.attempts = np.bincount(m_unit, minlength=self.n_units).astype(np.float32)
+        self.m_scores, self.m_unit = m_scores, m_unit
+        # non-mated: a false match (score >= t) at grid point j iff j < b; aggregate by (bin, pair)
+        u2 = np.int64(self.n_units) * self.n_units
+        key = np.searchsorted(grid, n_scores, side="right").astype(np.int64)
+        del n_scores
+        key *= u2
+        key += pu[nonmated].astype(np.int64) * self.n_units
+        key += ru[nonmated]
+        del pu, ru, nonmated
+        # entries sorted by bin (then pair), so per-bin sums are one reduceat
+        uniq, counts = np.unique(key, return_counts=True)
+        del key
+        self.count_f32 = counts.astype(np.float32)
+        del counts
+        bins = uniq // u2
+        uniq -= bins * u2  # the pair
+        self.pair_a = (uniq // self.n_units).astype(np.int32)
+        self.pair_c = (uniq % self.n_units).astype(np.int32)
+        del uniq
+        self.bin_starts = np.flatnonzero(np.r_[True, bins[1:] != bins[:-1]])
+        self.bin_ids = bins[self.bin_starts]
+        del bins
+        self.iso = None
+        if failure_policy == "iso":
+            self.iso = self._iso_units(data)
+
+    # ------------------------------------------------------------ counts
+    @property
+    def n_mated(self) -> float:
+        return float(self.attempts.sum(dtype=np.float64))
+
+    @property
+    def n_nonmated(self) -> float:
+        return float(self.count_f32.sum(dtype=np.float64))
+
+    @property
+    def mated_units(self) -> int:
+        """Subjects with at least one mated comparison: the independent units of the FNMR."""
+        return int((self.attempts > 0).sum())
+
+    @property
+    def nonmated_units(self) -> int:
+        """Subjects in at least one non-mated comparison, on either side."""
+        seen = np.zeros(self.n_units, dtype=bool)
+        seen[self.pair_a] = True
+        seen[self.pair_c] = True
+        return int(seen.sum())
+
+    def false_matches(self) -> np.ndarray:
+        """False matches at each grid point (similarity-ascending order)."""
+        per_bin = np.zeros(self.grid.size + 1)
+        per_bin[self.bin_ids] = np.add.reduceat(self.count_f32.astype(np.float64), self.bin_starts)
+        return np.cumsum(per_bin[::-1])[::-1][1:]
+
+    def fmr_variance(self) -> np.ndarray:
+        """Method-of-moments variance of the FMR at each grid point, for crossed subjects.
+
+        Two non-mated comparisons are correlated when they share a subject
+        (on either side). With ``z_i = y_i - p`` (``y_i`` the false-match
+        indicator), ``V = n / (n - 1) * (sum_s Z_s^2 - sum_u Z_u^2) / N^2``:
+        ``Z_s`` sums ``z`` over the comparisons involving subject ``s``,
+        ``Z_u`` over those of the unordered pair ``u`` (counted twice in the
+        first sum). It is the sum of ``z_i z_j`` over every two comparisons
+        that share a subject: the dyadic cluster-robust variance (Fafchamps
+        & Gubert 2007; Aronow, Samii & Assenova 2015), the moment estimator
+        of the U-statistic's ``4 zeta_1 / n + 2 zeta_2 / n^2`` (METHODS.md
+        section 12). Without subject effects it is about ``p (1 - p) / N``,
+        a third of the pigeonhole bootstrap's (Owen 2007).
+        """
+        n, k = self.n_units, self.grid.size
+        cnt = self.count_f32.astype(np.float64)
+        a, c = self.pair_a, self.pair_c
+        u = np.minimum(a, c).astype(np.int64) * n + np.maximum(a, c)
+        _, u_code = np.unique(u, return_inverse=True)
+        n_s = np.bincount(a, cnt, n) + np.bincount(c, cnt, n)
+        n_u = np.bincount(u_code, cnt)
+        big_n = cnt.sum()
+        ss_ns, ss_nu = float(n_s @ n_s), float(n_u @ n_u)
+        r = np.zeros(n)
+        f = np.zeros(n_u.size)
+        sr2 = srn = sf2 = sfn = total = 0.0
+        ends = np.r_[self.bin_starts[1:], cnt.size]
+        where = dict(zip(self.bin_ids.tolist(), zip(self.bin_starts.tolist(), ends.tolist())))
+        out = np.empty(k)
+        for b in range(k, 0, -1):  # false matches at grid point b - 1: the bins >= b
+            if b in where:
+                s, e = where[b]
+                ce = cnt[s:e]
+                d = np.bincount(a[s:e], ce, n) + np.bincount(c[s:e], ce, n)
+                sr2 += 2 * float(r @ d) + float(d @ d)
+                srn += float(d @ n_s)
+                r += d
+                uu, inv = np.unique(u_code[s:e], return_inverse=True)
+                du = np.bincount(inv, ce)
+                sf2 += 2 * float(f[uu] @ du) + float(du @ du)
+                sfn += float(du @ n_u[uu])
+                f[uu] += du
+                total += float(ce.sum())
+            p = total / big_n
+            zs = sr2 - 2 * p * srn + p * p * ss_ns
+            zu = sf2 - 2 * p * sfn + p * p * ss_nu
+            out[b - 1] = (zs - zu) / big_n**2
+        return out * n / max(n - 1, 1)
+
+    # ------------------------------------------------------------ failures (policy "iso")
+    def _iso_units(self, data):
+        """Per subject: references, failed references, probes, failed probes (for FTE_b and FTA_b)."""
+        from .._core import Grouped
+
+        groups = Grouped(data, None, failure_policy="iso")
+        if not groups.has_failures:
+            return None
+        index = pd.Index(self.units)
+        out = []
+        for table in groups.unit_failure_table():
+            code = index.get_indexer(table["subject"].to_numpy())
+            ok = code >= 0  # units of subjects with no counted comparison cannot be resampled
+            total = np.bincount(code[ok], minlength=self.n_units).astype(np.float64)
+            failed = np.bincount(code[ok], weights=table["failed"].to_numpy()[ok], minlength=self.n_units)
+            out += [failed, total]
+        return out  # fe, n_ref, fa, n_probe
+
+    def generalize(self, w, fmr, fnmr):
+        """Replicate rates into GFAR and GFRR with each replicate's own FTE and FTA (policy "iso")."""
+        if self.iso is None:
+            return fmr, fnmr
+        fe, n_ref, fa, n_probe = self.iso
+        w = np.asarray(w, dtype=np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            fte = np.nan_to_num((w @ fe) / (w @ n_ref))[:, None]
+            fta = np.nan_to_num((w @ fa) / (w @ n_probe))[:, None]
+        c = (1 - fte) * (1 - fta)
+        return c * fmr, fte + (1 - fte) * fta + c * fnmr
+
+    # ------------------------------------------------------------ replicates
+    def fnmr(self, w: np.ndarray, two_level_rng=None) -> np.ndarray:
+        if two_level_rng is None:
+            w32 = np.asarray(w, dtype=np.float32)  # integer counts: exact in float32 up to 2**24
+            with np.errstate(invalid="ignore", divide="ignore"):  # a replicate with no mated comparison: NaN
+                return (w32 @ self.mated_errors).astype(np.float64) / (w32 @ self.attempts).astype(np.float64)[:, None]
+        return self._fnmr_two_level(w, two_level_rng)
+
+    def _fnmr_two_level(self, w, rng):
+        """Resample each copy of a drawn subject's attempts independently (the second stage).
+
+        A subject drawn ``w_i`` times contributes ``w_i`` independent
+        resamples of its ``m_i`` attempts: ``w_i m_i`` attempts drawn with
+        replacement from its own.
+        """
+        order = np.argsort(self.m_unit, kind="stable")
+        unit_sorted = self.m_unit[order]
+        starts = np.searchsorted(unit_sorted, np.arange(self.n_units))
+        sizes = self.attempts.astype(np.int64)
+        scores_sorted = self.m_scores[order]
+        score_order = np.argsort(scores_sorted, kind="stable")
+        pos = np.searchsorted(scores_sorted[score_order], self.grid, side="left")
+        out = np.empty((w.shape[0], self.grid.size))
+        for r in range(w.shape[0]):
+            copies = np.asarray(w[r], dtype=np.int64) * sizes  # draws per subject: w_i m_i
+            owner = np.repeat(np.arange(self.n_units), copies)
+            draws = starts[owner] + (rng.random(owner.size) * sizes[owner]).astype(np.int64)
+            weight = np.bincount(draws, minlength=unit_sorted.size).astype(np.float64)
+            csum = np.concatenate([[0.0], np.cumsum(weight[score_order])])
+            out[r] = csum[pos] / weight.sum()
+        return out
+
+    def fmr(self, w: np.ndarray) -> np.ndarray:
+        """FMR per replicate: pair weights w_a * w_c, summed per grid bin, then over bins >= j."""
+        wt = np.ascontiguousarray(w.T, dtype=np.float32)  # (units, replicates): rows gather fast
+        out = np.empty((w.shape[0], self.grid.size))
+        # replicates per block: each (entries x block) temporary stays under about 16 MiB
+        chunk = int(max(1, min(_CHUNK, (1 << 22) // max(self.pair_a.size, 1))))
+        for s in range(0, w.shape[0], chunk):
+            block = wt[:, s : s + chunk]
+            vals = block[self.pair_a] * block[self.pair_c]  # (entries, chunk), exact small integers
+            vals *= self.count_f32[:, None]
+            per_bin = np.zeros((self.grid.size + 1, vals.shape[1]))
+            per_bin[self.bin_ids] = np.add.reduceat(vals, self.bin_starts, axis=0, dtype=np.float64)
+            suffix = np.cumsum(per_bin[::-1], axis=0)[::-1]  # sum over bins >= j
+            with np.errstate(invalid="ignore", divide="ignore"):  # no non-mated comparison drawn: NaN
+                out[s : s + chunk] = (suffix[1:] / suffix[0]).T
+        return out
+
+
+def _moment_corrected(reps: np.ndarray, point: np.ndarray, target_var: np.ndarray) -> np.ndarray:
+    """Replicate FMR curves with their spread rescaled, point by point, to a target variance.
+
+    ``p + (FMR_b - p) * sqrt(V_target / V_b)``; then made non-increasing
+    along the grid (similarity-ascending) and kept in [0, 1].
+    """
+    dev = reps - point[None, :]
+    v_boot = np.mean(dev**2, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        factor = np.where(v_boot > 0, np.sqrt(np.maximum(target_var, 0.0) / v_boot), 1.0)
+    out = point[None, :] + dev * factor[None, :]
+    np.clip(out, 0.0, 1.0, out=out)
+    return np.minimum.accumulate(out, axis=1)
