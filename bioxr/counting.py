@@ -20,6 +20,13 @@ Two ways to get the non-mated scores in order:
 Everything here works in "similarity orientation": distance scores are
 negated (only the small arrays ever are), so "accept when s >= t" holds
 throughout and the caller negates thresholds back.
+
+Scores of any float dtype are compared with float64 thresholds exactly as
+in float64: the pools (sorted scores, mated and excluded cells) are held in
+float64, and the one pass over the raw scores compares them in their own
+dtype against the threshold rounded outwards to that dtype
+(:func:`_dtype_bound`), which gives the same decisions without a cast of the
+scores.
 """
 
 from __future__ import annotations
@@ -122,7 +129,7 @@ def mated_cells(values, index: CellIndex, distance: bool):
             for idx, parts in ((mated_idx, m_parts), (excl_idx, x_parts)):
                 a, b = np.searchsorted(idx, [offset, offset + flat.size])
                 parts.append(flat[idx[a:b] - offset])
-        m, x = np.concatenate(m_parts), np.concatenate(x_parts)
+        m, x = np.concatenate(m_parts).astype(np.float64), np.concatenate(x_parts).astype(np.float64)
     else:
         flat = np.asarray(values).reshape(-1)
         m = flat[index.mated].astype(np.float64, copy=False)
@@ -191,6 +198,8 @@ class Pool:
         """Sort every score of the group once (``cells``: its mated_cells, if known)."""
         m, x = cells if cells is not None else mated_cells(values, index, distance)
         s = np.sort(np.asarray(values), axis=None)  # curves need every score: a lazy cube is loaded here
+        # float64 (sorted first: faster in float32), so that thresholds made from the scores are float64 ones
+        s = s.astype(np.float64, copy=False)
         n_valid = int(np.searchsorted(s, np.inf, side="right"))
         if n_valid and (np.isinf(s[0]) or np.isinf(s[n_valid - 1])):
             _check_finite(s[[0, n_valid - 1]])
@@ -216,6 +225,7 @@ class Pool:
         m, x = cells if cells is not None else mated_cells(values, index, distance)
         kept, n_above, n_nan, n_edges = _extract(values, lo, hi, distance, edges)
         kept.sort()
+        kept = kept.astype(np.float64, copy=False)
         if distance:
             kept = kept[::-1]
             np.negative(kept, out=kept)
@@ -372,6 +382,27 @@ def strided_sample(values, distance: bool = False, size: int = 400_000, skip=Non
     return sample
 
 
+def _dtype_bound(value: float, dtype, *, up: bool):
+    """``value`` rounded up (or down) to ``dtype``: the nearest float of that dtype on one side.
+
+    For a score ``s`` of that dtype, ``s >= v`` and ``s < v`` decide as
+    ``s >= up(v)`` and ``s < up(v)``; ``s <= v`` and ``s > v`` as
+    ``s <= down(v)`` and ``s > down(v)``: exactly the float64 decisions,
+    while the comparison runs in the scores' own dtype.
+    """
+    dtype = np.dtype(dtype)
+    value = float(value)
+    if dtype == np.float64 or np.isnan(value):
+        return np.float64(value)
+    with np.errstate(over="ignore"):
+        near = dtype.type(value)  # round to nearest (an infinity beyond the range)
+    if up and float(near) < value:  # compare as Python floats: no rounding
+        near = np.nextafter(near, dtype.type(np.inf))
+    elif not up and float(near) > value:
+        near = np.nextafter(near, dtype.type(-np.inf))
+    return near
+
+
 def _extract(values, lo: float, hi: float, distance: bool, edges=()):
     """One blocked pass: values in the window, cells above it, cells at or
     beyond each edge, and NaN cells.
@@ -386,9 +417,12 @@ def _extract(values, lo: float, hi: float, distance: bool, edges=()):
     n_nan = 0
     n_edges = np.zeros(len(edges), dtype=np.int64)
     limits = [-e for e in edges] if distance else list(edges)
-    a, b = (-hi, -lo) if distance else (lo, hi)
+    a0, b0 = (-hi, -lo) if distance else (lo, hi)
     bounded = np.isfinite(hi)
     for _, flat in _pieces(values):
+        # each comparison "s op v" in the block's dtype with v rounded outwards: the float64 decision, exactly
+        a, b = _dtype_bound(a0, flat.dtype, up=True), _dtype_bound(b0, flat.dtype, up=False)  # for >= / < and <= / >
+        edge = [_dtype_bound(e, flat.dtype, up=not distance) for e in limits]
         for start in range(0, flat.size, _BLOCK):
             block = flat[start : start + _BLOCK]
             if distance:
@@ -402,7 +436,7 @@ def _extract(values, lo: float, hi: float, distance: bool, edges=()):
                     keep &= block <= b
                     n_above += int(np.count_nonzero(block > b))
             kept.append(block[keep])
-            for j, e in enumerate(limits):
+            for j, e in enumerate(edge):
                 n_edges[j] += np.count_nonzero(block <= e) if distance else np.count_nonzero(block >= e)
             if _check_finite(block):
                 n_nan += int(np.count_nonzero(np.isnan(block)))

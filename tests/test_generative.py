@@ -369,3 +369,148 @@ def test_accessor_gives_the_function_result():
     train = xr.DataArray(rng.normal(size=(20, 3)), dims=("sample", "feature"))
     synth = xr.DataArray(rng.normal(size=(15, 3)), dims=("sample", "feature"))
     xr.testing.assert_identical(train.bio.specificity_generalisation(synth), specificity_generalisation(train, synth))
+
+
+# --------------------------------------------------------------------------- numerics: offsets and ties
+def cdist_reference(training: np.ndarray, synthetic: np.ndarray, metric: str = "euclidean"):
+    """Nearest distances and positions both ways from a full scipy cdist matrix (first position on ties)."""
+    d = spd.cdist(np.asarray(training, dtype=np.float64), np.asarray(synthetic, dtype=np.float64), metric)
+    return d.min(axis=1), d.argmin(axis=1), d.min(axis=0), d.argmin(axis=0)
+
+
+def assert_matches_cdist(res, training, synthetic, metric="euclidean", rtol=1e-13):
+    dx, ix, dy, iy = cdist_reference(training, synthetic, metric)
+    np.testing.assert_array_equal(res.training_nearest, ix)
+    np.testing.assert_array_equal(res.synthetic_nearest, iy)
+    np.testing.assert_allclose(res.training_distance, dx, rtol=rtol, atol=0)
+    np.testing.assert_allclose(res.synthetic_distance, dy, rtol=rtol, atol=0)
+    np.testing.assert_allclose([res.G, res.S], [dx.mean(), dy.mean()], rtol=rtol)
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e4, 1e8, 1e12, -3e9])
+@pytest.mark.parametrize("metric", ["euclidean", "sqeuclidean"])
+def test_large_common_offset_matches_cdist(offset, metric):
+    # the issue's case: before the fix G was 1.63 instead of 0.63 at 1e8 + N(0, 1)
+    rng = np.random.default_rng(41)
+    x = offset + rng.normal(size=(70, 8))
+    y = offset + rng.normal(size=(45, 8)) + 0.2
+    for block_size in (DEFAULT_BLOCK_SIZE, 97, 1):
+        assert_matches_cdist(specificity_generalisation(x, y, metric=metric, block_size=block_size), x, y, metric)
+
+
+def test_issue_case_one_dimensional_offset():
+    rng = np.random.default_rng(3)
+    x, y = 1e8 + rng.normal(size=(400, 1)), 1e8 + rng.normal(size=(400, 1))
+    res = generalisation(x, y)
+    reference = spd.cdist(x, y).min(axis=1).mean()
+    assert float(res.G) == pytest.approx(reference, rel=1e-13)
+
+
+def test_offset_per_feature_and_far_synthetic_set():
+    rng = np.random.default_rng(5)
+    offset = np.array([1e10, -1e6, 0.0, 3e12])
+    x = offset + rng.normal(size=(50, 4))
+    y = offset + 40.0 + rng.normal(size=(30, 4))  # far from the training mean: centring on it still works
+    assert_matches_cdist(specificity_generalisation(x, y), x, y)
+
+
+def test_offset_data_need_no_direct_scan(monkeypatch):
+    # centring makes offset data well conditioned: the matrix product decides, no slow fallback
+    import bioxr.generative as generative
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("direct scan used for well-conditioned data")
+
+    monkeypatch.setattr(generative, "_direct_scan", refuse)
+    rng = np.random.default_rng(6)
+    x, y = 1e12 + rng.normal(size=(60, 16)), 1e12 + rng.normal(size=(40, 16))
+    assert_matches_cdist(specificity_generalisation(x, y, block_size=300), x, y)
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e8, 2.0**45])
+def test_exact_ties_at_an_offset_go_to_the_lowest_position(offset):
+    # integers at an offset: all differences and squared distances are exact, so ties are exact;
+    # the shortcut's rounding (the training mean is not an integer) must not break them
+    rng = np.random.default_rng(7)
+    x = offset + rng.integers(-3, 4, size=(80, 3)).astype(float)
+    y = offset + rng.integers(-3, 4, size=(60, 3)).astype(float)
+    g, sg, s, ss, dx, dy = brute_force(x, y, lambda a, b: math.sqrt(float(((a - b) ** 2).sum())))
+    for block_size in (DEFAULT_BLOCK_SIZE, 50, 7):
+        res = specificity_generalisation(x, y, block_size=block_size)
+        np.testing.assert_array_equal(res.training_distance, dx)
+        np.testing.assert_array_equal(res.synthetic_distance, dy)
+        assert_matches_cdist(res, x, y, rtol=0)
+        np.testing.assert_allclose([res.sigma_G, res.sigma_S], [sg, ss], rtol=1e-12)
+
+
+def test_near_ties_resolved_by_direct_distances():
+    # y0 and y1 lie at squared distances 1 + 2**-30 and 1 from x0 (exact at this offset); the shortcut's
+    # error on centred samples this far apart (~1e6 from the mean) is larger than the gap
+    base = 2.0**20
+    x = np.array([[base, 0.0], [-base, 0.0], [base + 8, 0.0], [-base - 8, 0.0]])
+    delta = 2.0**-31
+    y = np.array([[base + 1 + delta, 0.0], [base - 1, 0.0], [-base - 1, 0.0], [-base + 1 + delta, 0.0]])
+    res = specificity_generalisation(x, y, metric="sqeuclidean")
+    assert res.training_nearest.values[:2].tolist() == [1, 2]
+    assert res.training_distance.values[:2].tolist() == [1.0, 1.0]
+    assert_matches_cdist(res, x, y, "sqeuclidean", rtol=0)
+
+
+def test_badly_conditioned_far_apart_clusters_match_cdist():
+    # two clusters at +-1e8: the training mean sits between them, the centred norms (1e16) swamp the
+    # shortcut; the direct scan gives the brute-force answer anyway
+    rng = np.random.default_rng(8)
+    sign = np.repeat([1.0, -1.0], [30, 25])[:, None]
+    x = 1e8 * sign + rng.normal(size=(55, 4))
+    y = 1e8 * np.repeat([1.0, -1.0], [20, 22])[:, None] + rng.normal(size=(42, 4))
+    for block_size in (DEFAULT_BLOCK_SIZE, 64, 5):
+        assert_matches_cdist(specificity_generalisation(x, y, block_size=block_size), x, y)
+
+
+def test_many_exact_duplicates_fall_back_to_a_direct_scan():
+    # 40 copies of one synthetic sample: more candidates than are kept, resolved by the direct scan
+    rng = np.random.default_rng(9)
+    x = 1e8 + rng.normal(size=(12, 5))
+    y = np.vstack([1e8 + rng.normal(size=(3, 5)), np.repeat(x[:1] + 0.5, 40, axis=0), 1e8 + rng.normal(size=(4, 5))])
+    for block_size in (DEFAULT_BLOCK_SIZE, 20, 3):
+        res = specificity_generalisation(x, y, block_size=block_size)
+        assert_matches_cdist(res, x, y)
+        assert res.synthetic_nearest.values[3:43].tolist() == [0] * 40  # ties go to the lowest position
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e4, 1e8])
+def test_float32_inputs_at_an_offset_match_float64_brute_force(offset):
+    # float32 samples are compared in float64: the answer is cdist of the float32 values, upcast;
+    # at 1e8 float32 keeps multiples of 8, so exact ties abound
+    rng = np.random.default_rng(10)
+    x = (offset + rng.normal(scale=1 + offset * 1e-7, size=(60, 6))).astype(np.float32)
+    y = (offset + rng.normal(scale=1 + offset * 1e-7, size=(40, 6))).astype(np.float32)
+    res = specificity_generalisation(x, y)
+    assert res.training_distance.dtype == np.float64
+    assert_matches_cdist(res, x, y)
+    tiled = specificity_generalisation(x, y, block_size=33)
+    xr.testing.assert_identical(tiled.drop_attrs(), res.drop_attrs())
+
+
+@pytest.mark.parametrize("block_size", [1, 4, DEFAULT_BLOCK_SIZE])
+def test_candidates_kept_per_sample_stay_bounded(monkeypatch, block_size):
+    # memory: at most _CANDIDATE_CAP candidates stored per sample, whatever the ties and the tiling
+    import bioxr.generative as generative
+
+    made = []
+
+    class Recording(generative._Candidates):
+        def __init__(self, *args):
+            super().__init__(*args)
+            made.append(self)
+
+    monkeypatch.setattr(generative, "_Candidates", Recording)
+    x = np.zeros((3, 2)) + 1e8
+    y = np.vstack([np.ones((30, 2)), np.full((5, 2), 2.0)]) + 1e8  # 30 exact ties for every training sample
+    res = specificity_generalisation(x, y, block_size=block_size)
+    assert res.training_nearest.values.tolist() == [0, 0, 0]
+    assert res.synthetic_nearest.values.tolist() == [0] * 35
+    for candidates in made:
+        owners = np.concatenate([p[0] for p in candidates.parts]) if candidates.parts else np.zeros(0, int)
+        assert np.bincount(owners, minlength=candidates.counts.size).max(initial=0) <= generative._CANDIDATE_CAP
+    assert made[0].over.all()  # the 30 ties overflow: direct scan

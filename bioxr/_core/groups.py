@@ -393,7 +393,8 @@ def flat_comparisons(obj, *, failure_policy: str = "exclude"):
     mated[index.mated] = True
     subject = groups.probe_labels(0, "subject")
     ref_subject = np.asarray(groups._cube["reference_subject"].values)
-    return flat[pos], subject(pos), ref_subject[pos % n_ref], mated[pos], groups.kind
+    # float64 as for a list: thresholds built from the scores (quantiles, midpoints) are then float64 ones
+    return flat[pos].astype(np.float64, copy=False), subject(pos), ref_subject[pos % n_ref], mated[pos], groups.kind
 
 
 def split_scores(obj) -> tuple[np.ndarray, np.ndarray, str]:
