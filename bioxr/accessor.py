@@ -199,7 +199,7 @@ class BioAccessor:
         progress: bool = False,
         failure_policy: str = "exclude",
         fmr_variance: str = "moments",
-        interval: str = "bc",
+        interval: str = "corrected",
     ) -> xr.Dataset:
         """The EER with a subject-bootstrap interval; see :func:`bioxr.bootstrap.eer_interval`."""
         return _bootstrap.eer_interval(

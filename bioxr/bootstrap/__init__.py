@@ -23,8 +23,8 @@ Intervals (``interval=``): by default the binomial interval on the
 bootstrap's effective count (the replicates give the design effect), which
 keeps the skew and the discreteness of small counts; where a rate is 0 (or
 1) a one-sided bound on the independent units, marked in ``bound_kind``;
-never a zero-width interval. The EER takes a bias-corrected percentile
-interval. The coverage of each is measured in ``benchmarks/COVERAGE.md``.
+never a zero-width interval. The EER takes a percentile interval, shifted
+for the ROCCH by the hull's optimism. The coverage of each is measured in ``benchmarks/COVERAGE.md``.
 
 The rates are exact at the grid's thresholds; curves and bands are drawn
 through them.
