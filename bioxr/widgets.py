@@ -9,8 +9,9 @@ not load ipywidgets.
   counts and confidence intervals follow.
 - :func:`design_explorer`: the Micheals-Boult methodology by hand: choose a
   partition, a design, whether to randomize over time and m, run the study,
-  and read the design chart, the ratios with their verdicts and the F tests;
-  every run joins a ratio chart of the iterations so far.
+  and read the design chart, the ratios with their verdicts (compatible,
+  incompatible, or inconclusive when the study has too few trials to tell)
+  and the F tests; every run joins a ratio chart of the iterations so far.
 
 Charts are Altair rendered to SVG by vl-convert and shown as images in
 ``ipywidgets.HTML``, so they draw offline (in JupyterLab, in nbconvert and
@@ -34,6 +35,7 @@ import xarray as xr
 
 from . import design as _design
 from . import plot, verification
+from ._core import check_level, check_replicates
 
 try:  # confidence intervals for the table (bioxr.intervals)
     from .intervals import binomial_interval
@@ -447,6 +449,11 @@ _DESIGN_TABLE_STYLE = ("<style>.bioxr-design table th, .bioxr-design table td {p
                        ".bioxr-design table tr > :first-child {text-align: left; padding-left: 0} "
                        ".bioxr-design table tr:first-child > * {border-bottom: 1px solid #999}</style>")
 _MAX_HISTORY = 8
+#: How each verdict of the design explorer is drawn.
+_VERDICT_STYLE = {"compatible": '<b style="color:#2a7d2a">compatible</b>',
+                  "incompatible": '<span style="color:#b00">incompatible</span>',
+                  "inconclusive": '<span style="color:#8a5a00">inconclusive</span>'}
+_ESTIMATOR_NAMES = {"srs": "simple random", "st": "stratified", "cl": "cluster"}
 
 
 def _chart_image(chart, alt_text: str) -> str:
@@ -507,7 +514,13 @@ class DesignExplorer(W.VBox):
         run so far (SVG images).
     table : ipywidgets.HTML
         Per estimator: ratio mean / empirical with its interval, the
-        verdict, and the F test's statistic and p-value.
+        verdict (``compatible``: the whole interval inside the band;
+        ``incompatible``: wholly outside it; ``inconclusive``: across an
+        edge, or wider than the band, when the study has too few trials),
+        and the F test's statistic and p-value (tiny ones as "< 1e-16");
+        then each verdict in a sentence, with the trials an inconclusive
+        study would need, and a warning when even a correct design would
+        seldom be called compatible at this size.
     success : xarray.DataArray
         The dichotomized outcomes the studies use.
     study, test : xarray.Dataset or None
@@ -532,6 +545,11 @@ class DesignExplorer(W.VBox):
                             f"success DataArray (bioxr.design.dichotomize), got {type(outcomes).__name__}.")
         if trial_dim not in success.dims:
             raise ValueError(f"trial_dim {trial_dim!r} is not a dim of the outcomes {success.dims}.")
+        level, tolerance = check_level(level), _design._check_tolerance(tolerance)
+        try:
+            n_runs = check_replicates(n_runs, minimum=2)
+        except ValueError:
+            raise ValueError(f"n_runs={n_runs!r}; give a whole number of runs, at least 2.") from None
         others = [d for d in success.dims if d != trial_dim]
         if not others:
             raise ValueError("the outcomes need a dim besides the trial dim to partition by.")
@@ -646,10 +664,12 @@ class DesignExplorer(W.VBox):
                 self.history.pop(next(iter(self.history)))
             self._step("the design chart")
             self.table.value = self._table_html(study, test)
-            self.chart.value = _chart_image(plot.design_chart(study, title=f"Design study: {label}"),
+            # the charts show the ratios only: the verdicts (three-way, with their reasons) are the table's
+            self.chart.value = _chart_image(plot.design_chart(study, verdict=False, title=f"Design study: {label}"),
                                             "empirical variance and mean estimators per run")
             self._step("the ratio chart of the studies so far")
-            self.summary.value = _chart_image(plot.design_ratio_chart(self.history, title="The studies run so far"),
+            self.summary.value = _chart_image(plot.design_ratio_chart(self.history, verdict=False,
+                                                                      title="The studies run so far"),
                                               "ratio of each estimator to the empirical variance, per study")
         finally:
             self.progress.layout.display = "none"
@@ -658,28 +678,55 @@ class DesignExplorer(W.VBox):
         return study
 
     def _table_html(self, study: xr.Dataset, test: xr.Dataset) -> str:
-        level, tol = float(study.attrs["level"]), float(study.attrs["tolerance"])
+        level, tol = float(test.attrs["level"]), float(test.attrs["tolerance"])
+        low, high = _design.band(tol)
+        tol_text = f"±{tol * 100:.3g}%"
         head = (f"<tr><th>estimator</th><th>mean / empirical</th><th>{level:.0%} interval</th>"
-                f"<th>verdict (±{tol:.0%})</th><th>F</th><th>p-value</th></tr>")
-        rows = []
-        for est in study["estimator"].values.tolist():
-            r = float(study["ratio"].sel(estimator=est))
-            lo, hi = (float(v) for v in study["ratio_interval"].sel(estimator=est).values)
-            ok = bool(study["compatible"].sel(estimator=est))
+                f"<th>verdict ({tol_text})</th><th>F</th><th>p-value</th></tr>")
+        rows, sentences = [], []
+        for est in test["estimator"].values.tolist():
+            r = float(test["ratio"].sel(estimator=est))
+            lo, hi = (float(v) for v in test["ratio_interval"].sel(estimator=est).values)
+            verdict = str(test["verdict"].sel(estimator=est).item())
             f, pv = float(test["statistic"].sel(estimator=est)), float(test["pvalue"].sel(estimator=est))
-            verdict = ('<b style="color:#2a7d2a">compatible</b>' if ok else '<span style="color:#b00">rejected</span>')
-            name = {"srs": "simple random", "st": "stratified", "cl": "cluster"}.get(est, est)
-            rows.append(f'<tr class="bioxr-{est}"><th>{est} ({name})</th><td><b>{r:.3g}</b></td>'
-                        f"<td>{lo:.3g} – {hi:.3g}</td><td>{verdict}</td><td>{f:.3g}</td><td>{pv:.2g}</td></tr>")
+            name = _ESTIMATOR_NAMES.get(est, est)
+            rows.append(f'<tr class="bioxr-{est}"><th>{est} ({name})</th><td><b>{r:#.3g}</b></td>'
+                        f"<td>{lo:#.3g} – {hi:#.3g}</td><td>{_VERDICT_STYLE[verdict]}</td><td>{f:.3g}</td>"
+                        f"<td>{html.escape(_design.format_pvalue(pv))}</td></tr>")
+            text = str(study["statement"].sel(estimator=est).item())
+            sentences.append(f'<li class="bioxr-{est}"><b>{est}</b>: {html.escape(text)}</li>')
         a = study.attrs
+        alert = self._power_alert(test, int(a["n_runs"]), int(a["n_trials"]), tol_text)
         note = (f"Ratio = mean estimator / empirical variance of the trial rates, {a['n_runs']} runs of "
-                f"{a['n_trials']} trials; compatible when its interval meets [1/(1+{tol:g}), 1+{tol:g}]. "
-                "The F test (two-sided, degrees of freedom corrected for the runs' overlap) is for the design you "
-                "settle on: the paper tests only at the last iteration, so read p-values of exploratory runs as "
-                "a guide, not a test.")
+                f"{a['n_trials']} trials; the {level:.0%} interval is the ratio times F quantiles (degrees of "
+                f"freedom corrected for the runs' overlap). Compatible when the whole interval lies inside the band "
+                f"[{low:.3g}, {high:.3g}] ({tol_text}: an equivalence test, two one-sided tests at "
+                f"{(1 - level) / 2:.3g} each); incompatible when it lies wholly outside; inconclusive otherwise. "
+                "The F test (two-sided, H0: the estimator is unbiased) is for the design you settle on: the paper "
+                "tests only at the last iteration, so read p-values of exploratory runs as a guide, not a test.")
         return ('<div class="bioxr-design" style="font-size:13px">' + _DESIGN_TABLE_STYLE +
-                '<table style="border-collapse:collapse;margin:4px 0">' + head + "".join(rows) + "</table>"
+                '<table style="border-collapse:collapse;margin:4px 0">' + head + "".join(rows) + "</table>" + alert +
+                '<ul style="margin:4px 0;padding-left:18px;max-width:720px">' + "".join(sentences) + "</ul>"
                 f'<div style="color:#555;font-size:12px;max-width:720px">{html.escape(note)}</div></div>')
+
+    @staticmethod
+    def _power_alert(test: xr.Dataset, n_runs: int, n_trials: int, tol_text: str) -> str:
+        """A warning when a verdict is inconclusive and even a correct design would seldom be called compatible."""
+        best = float(test["power"].max())
+        if best >= 0.5 or not (test["verdict"] == "inconclusive").any():
+            return ""
+        needed = test["trials_needed"].values
+        if np.isfinite(needed).any():
+            more = f"about {float(np.nanmin(needed)):,.0f} trials would be needed for {_design.TARGET_POWER:.0%}"
+        else:
+            more = ("more trials from these data cannot get there while the runs share their collections: "
+                    + ("collect more collections" if int(test.attrs.get("independent_draws", 1)) > 1 else
+                       "randomize over time or collect more collections"))
+        text = (f"With {n_runs} runs of {n_trials} trials ({n_runs * n_trials:,} in all) a correct design would be "
+                f"called compatible {best:.0%} of the time at {tol_text}: {more}. Read 'inconclusive' as 'not "
+                "enough data', not as support.")
+        return ('<div class="bioxr-design-power" style="color:#8a5a00;margin:4px 0;max-width:720px">'
+                f"<b>Too few trials to tell the designs apart.</b> {html.escape(text)}</div>")
 
 
 def design_explorer(outcomes, *, rank: int = 1, trial_dim: str = "collection", n_collections: int = 180,
@@ -740,8 +787,8 @@ def design_explorer(outcomes, *, rank: int = 1, trial_dim: str = "collection", n
     >>> study = explorer.run()
     >>> study.attrs["partition"], study.attrs["independent_draws"]
     ('subject, image', 64)
-    >>> "compatible" in explorer.table.value or "rejected" in explorer.table.value
-    True
+    >>> [explorer.test.verdict.sel(estimator=e).item() in explorer.table.value for e in ("srs", "st", "cl")]
+    [True, True, True]
     """
     return DesignExplorer(outcomes, rank=rank, trial_dim=trial_dim, n_collections=n_collections, n_runs=n_runs,
                           level=level, tolerance=tolerance, seed=seed, auto=auto)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import json
 import re
 
@@ -210,18 +211,98 @@ def test_design_explorer_runs_what_the_widgets_say(design, photohead_outcomes):
     test = bioxr.design.design_test(expected)
     xr.testing.assert_identical(design.test, test)
     for est in ("srs", "st", "cl"):
-        name, ratio, interval, verdict, f, p = _design_row(design.table.value, est)
-        assert ratio == f"<b>{float(expected.ratio.sel(estimator=est)):.3g}</b>"
+        _, ratio, interval, verdict, f, p = _design_row(design.table.value, est)
+        assert ratio == f"<b>{float(expected.ratio.sel(estimator=est)):#.3g}</b>"
         lo, hi = expected.ratio_interval.sel(estimator=est).values
-        assert interval == f"{lo:.3g} – {hi:.3g}"
-        assert ("compatible" in verdict) == bool(expected.compatible.sel(estimator=est))
-        assert f == f"{float(test.statistic.sel(estimator=est)):.3g}" and p == f"{float(test.pvalue.sel(estimator=est)):.2g}"
-    assert "last iteration" in design.table.value
+        assert interval == f"{lo:#.3g} – {hi:#.3g}"
+        assert re.sub(r"<[^>]+>", "", verdict) == expected.verdict.sel(estimator=est).item()
+        assert f == f"{float(test.statistic.sel(estimator=est)):.3g}"
+        assert p == html.escape(bioxr.design.format_pvalue(float(test.pvalue.sel(estimator=est))))
+        sentence = re.search(rf'<li class="bioxr-{est}">(.*?)</li>', design.table.value).group(1)
+        assert html.unescape(re.sub(r"<[^>]+>", "", sentence)) == f"{est}: {expected.statement.sel(estimator=est).item()}"
+    assert "last iteration" in design.table.value and "two one-sided tests at 0.025 each" in design.table.value
     # both charts are offline SVG images: the study's design chart and the ratios of every study so far
     assert "Design study: subject × image, cluster (50% a trial), time shuffled, m = 5" in _svg(design.chart.value)
     summary = _svg(design.summary.value)
     assert "The studies run so far" in summary and "subject, stratified, time clustered, m = 4" in summary
+    # the charts carry the ratios only; the three-way verdicts are the table's (no two-way "rejected" beside them)
+    assert "rejected" not in _svg(design.chart.value) and "rejected" not in summary
     assert len(design.history) == 2
+
+
+def _text(table: str) -> str:
+    return html.unescape(re.sub(r"<style>.*?</style>|<[^>]+>", " ", table))
+
+
+def test_design_explorer_says_when_there_are_too_few_trials(design):
+    """m = 20 of 40 collections: two trials a run. Nothing bold green; the verdicts say why and what it takes."""
+    design.partition.value = ("subject", "image")
+    design.randomize.value = "shuffle"
+    design.m.value = 20
+    design.run()
+    table = design.table.value
+    assert design.study.attrs["n_trials"] == 2
+    assert "color:#2a7d2a" not in table  # no "compatible" in bold green
+    text = _text(table)
+    assert "Too few trials to tell the designs apart." in text
+    assert "With 6 runs of 2 trials (12 in all) a correct design would be called compatible 0% of the time" in text
+    for est in ("srs", "st", "cl"):
+        verdict = design.test.verdict.sel(estimator=est).item()
+        assert verdict in ("inconclusive", "incompatible")
+        if verdict == "inconclusive":
+            lo, hi = design.test.ratio_interval.sel(estimator=est).values
+            assert f"inconclusive: too few trials (the 95% interval of the variance ratio, {lo:#.3g}–{hi:#.3g}, " \
+                   "is wider than the ±5% band;" in text
+
+
+
+def test_design_explorer_gives_no_warning_when_the_study_has_the_power(photohead_outcomes):
+    """40 trials a run and a wide band (a ratio within a factor of 2): verdicts without the warning."""
+    explorer = widgets.design_explorer(photohead_outcomes, n_collections=40, n_runs=6, tolerance=1.0, seed=3)
+    explorer.randomize.value = "shuffle"
+    explorer.m.value = 1
+    explorer.run()
+    assert explorer.study.attrs["n_trials"] == 40 and float(explorer.test.power.min()) > 0.5
+    text = _text(explorer.table.value)
+    assert "Too few trials" not in text and "verdict (±100%)" in text and "[0.5, 2]" in text
+
+
+def test_design_explorer_warns_only_when_an_inconclusive_verdict_lacks_power():
+    def alert(verdicts, power, needed=(9000.0, 9000.0, 9000.0)):
+        test = xr.Dataset({"verdict": ("estimator", verdicts), "power": ("estimator", power),
+                           "trials_needed": ("estimator", list(needed))}, coords={"estimator": ["srs", "st", "cl"]})
+        return widgets.DesignExplorer._power_alert(test, 30, 2, "±5%")
+
+    assert "Too few trials" in alert(["incompatible", "inconclusive", "incompatible"], [0.0, 0.0, 0.0])
+    assert "about 9,000 trials would be needed for 80%" in alert(["inconclusive"] * 3, [0.1, 0.2, 0.1])
+    assert alert(["incompatible", "inconclusive", "incompatible"], [0.9, 0.9, 0.9]) == ""  # straddles an edge
+    assert alert(["incompatible"] * 3, [0.0, 0.0, 0.0]) == ""
+    capped = alert(["inconclusive"] * 3, [0.0] * 3, needed=[np.nan] * 3)
+    assert "randomize over time or collect more collections" in capped
+
+
+def test_design_explorer_prints_tiny_pvalues_as_below_1e_16():
+    """Whole collections succeed or fail together: time left clustered, the F tests' p-values underflow."""
+    rng = np.random.default_rng(0)
+    z = rng.random(48) < 0.5
+    values = np.broadcast_to(z, (8, 4, 48)).astype(float).copy()
+    values[rng.random(values.shape) < 0.02] = 1.0
+    success = xr.DataArray(values, dims=("subject", "image", "collection"))
+    explorer = widgets.design_explorer(success, n_collections=40, n_runs=20, seed=1)
+    assert float(explorer.test.pvalue.min()) == 0.0
+    for est in ("srs", "st", "cl"):
+        p = _design_row(explorer.table.value, est)[-1]
+        assert p == "&lt; 1e-16", p
+    assert explorer.test.verdict.values.tolist() == ["incompatible"] * 3
+    assert "Too few trials" not in _text(explorer.table.value)  # every design told apart: no warning
+
+
+@pytest.mark.parametrize("kwargs, match", [(dict(level=1.5), "level"), (dict(level=0), "level"),
+                                           (dict(tolerance=0), "tolerance"), (dict(tolerance=-0.05), "tolerance"),
+                                           (dict(n_runs=1), "n_runs"), (dict(rank=0), "rank")])
+def test_design_explorer_checks_its_arguments_before_running(photohead_outcomes, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        widgets.design_explorer(photohead_outcomes, n_collections=40, **{"n_runs": 6, **kwargs})
 
 
 def test_design_explorer_reports_an_impossible_design_and_keeps_the_last_study(design):
