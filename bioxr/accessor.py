@@ -48,7 +48,7 @@ class BioAccessor:
         """A dense score cube from a comparison list; see :func:`bioxr.comparisons.to_cube`."""
         return _comparisons.to_cube(self._obj)
 
-    def failure_rates(self, *, level: float = 0.95, method: str = "wilson") -> xr.Dataset:
+    def failure_rates(self, *, level: float = 0.95, method: str = _intervals.DEFAULT_METHOD) -> xr.Dataset:
         """FTE and FTA with intervals; see :func:`bioxr.failures.failure_rates`."""
         return _failures.failure_rates(self._obj, level=level, method=method)
 
@@ -121,14 +121,15 @@ class BioAccessor:
         return _correlation.attempt_counts(self._obj, threshold, by=by, dim=dim, failure_policy=failure_policy)
 
     def fnmr_interval(
-        self, threshold, *, by: str = "subject", method: str = "wilson", level: float = 0.95, design: str = "icc", dim=None,
+        self, threshold, *, by: str = "subject", method: str = _intervals.DEFAULT_METHOD, level: float = 0.95,
+        design: str = _correlation.DESIGNS[0], dim=None,
         failure_policy: str = "exclude",
     ) -> xr.Dataset:
         """FNMR with an interval for correlated attempts; see :func:`bioxr.correlation.fnmr_interval`."""
         return _correlation.fnmr_interval(self._obj, threshold, by=by, method=method, level=level, design=design, dim=dim,
                                           failure_policy=failure_policy)
 
-    def rates_interval(self, *, method: str = "wilson", level: float = 0.95, n_eff=None) -> xr.Dataset:
+    def rates_interval(self, *, method: str = _intervals.DEFAULT_METHOD, level: float = 0.95, n_eff=None) -> xr.Dataset:
         """Intervals for the rates of a result Dataset; see :func:`bioxr.intervals.rates_interval`."""
         return _intervals.rates_interval(self._obj, method=method, level=level, n_eff=n_eff)
 
@@ -137,7 +138,8 @@ class BioAccessor:
         return _correlation.icc(self._obj, dim=dim)
 
     def clustered_interval(
-        self, *, method: str = "wilson", level: float = 0.95, design: str = "icc", dim: str = "individual"
+        self, *, method: str = _intervals.DEFAULT_METHOD, level: float = 0.95, design: str = _correlation.DESIGNS[0],
+        dim: str = "individual"
     ) -> xr.Dataset:
         """Rate interval from per-individual counts; see :func:`bioxr.correlation.clustered_interval`."""
         return _correlation.clustered_interval(self._obj, method=method, level=level, design=design, dim=dim)

@@ -29,12 +29,55 @@ Conventions (stated in the results' attrs):
 - ``rho`` is undefined when ``p`` is 0 or 1 (no variation: NaN) and when no
   individual has two attempts (every ``m_i <= 1``: NaN, but then ``m0 = 1``,
   the design effect is 1 and ``n_eff = N`` whatever ``rho``);
-- with ``p`` 0 or 1 the data say nothing about ``rho``, so ``n_eff`` takes
-  the most conservative value any ``rho`` in [0, 1] allows, ``N / m0`` (the
-  number of individuals when attempts are balanced). With zero errors the
-  interval is the rule of three on it, ``[0, 3 m0 / N]``, which covers at
-  95% or more whatever the correlation: ``P(no error) <= (1 - pi)^n``
-  because each individual errs at least once with chance ``>= pi``.
+- with ``p`` 0 or 1 the data say nothing about ``rho``: :func:`icc` gives
+  ``n_eff = N / m0``, the most conservative value any ``rho`` in [0, 1]
+  allows for the variance.
+
+Zero errors (and all errors). The interval is one-sided and counts the
+independent units, the ``n`` individuals with attempts: ``[0, -ln(1 -
+level) / n]`` (about ``3 / n``), whatever the design and the correlation.
+It covers at the level because each individual errs at least once with
+chance ``1 - E[(1 - p_i)^m_i] >= E[p_i] = pi`` and individuals are
+independent, so ``P(no error) <= (1 - pi)^n < 1 - level`` for every ``pi``
+above the bound. (``N / m0`` would be wrong in unbalanced protocols: 10
+people x 50 attempts plus 90 x 2 give ``N / m0 = 18`` and a bound of 0.164
+where 0.030 on the 100 people is valid.) All errors: the mirror image,
+``[1 + ln(1 - level) / n, 1]``. The ``bound_kind`` coordinate marks these
+cells (``"one-sided upper (zero errors)"``, ``"one-sided lower (all
+errors)"``; others ``"two-sided"``).
+
+Designs of :func:`clustered_interval` (``design=``):
+
+- ``"beta-binomial"`` (default): each individual has an error propensity
+  ``p_i ~ Beta`` with mean ``pi`` and intra-class correlation ``rho``, so
+  ``e_i ~ BetaBinomial(m_i)``. The interval is the equal-tailed 95%
+  posterior interval of ``pi`` after integrating the likelihood over
+  ``rho`` (prior density ``2 (1 - rho)`` on [0, 1)); the prior on ``pi``
+  is ``pi^-1 (1 - pi)^-1`` for the lower bound (which makes it the
+  Clopper-Pearson bound when ``rho = 0``) and Jeffreys' ``pi^-1/2 (1 -
+  pi)^-1/2`` for the upper one. Integrating over ``rho`` rather than
+  plugging in an estimate is what lets it cover at small rates: there a
+  handful of individuals carry all errors, the moment estimate of ``rho``
+  is low exactly when the error count is low (0.49 on average when the
+  truth is 0.6 at ``pi = 0.01``, 200 people x 5), and the ``n_eff``
+  interval then misses from above.
+- ``"icc"``: the binomial interval (``method``) on ``n_eff`` from the
+  moment estimate of ``rho``.
+- ``"binomial"``: all ``N`` attempts as independent (too narrow when ``rho
+  > 0``).
+
+Measured coverage of 95% intervals (``benchmarks/small_rates.py``, 2,000
+experiments a cell, beta-binomial data and, as an independent check,
+logit-normal propensities; output in ``benchmarks/SMALL_RATES.md``): see
+:data:`COVERAGE_NOTE`. Where expected errors are tiny (``N pi`` about 1)
+every valid interval over-covers, by discreteness.
+
+When no interval can cover. With few individuals holding most attempts
+(Kish's effective number of individuals ``N^2 / sum m_i^2`` small) or with
+errors from very few individuals, the data cannot tell a rare, clustered
+error from a common, spread one; :func:`clustered_interval` and
+:func:`fnmr_interval` then emit a :class:`DesignWarning` saying what the
+data look like.
 """
 
 from __future__ import annotations
@@ -45,12 +88,19 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+import warnings
+
+from scipy import special
+
+from ._core import DesignWarning, check_level
 from .cube import REFERENCE
-from .intervals import INTERVAL_METHODS, binomial_interval
+from .intervals import BOUND_KINDS, BOUND_RULE, DEFAULT_METHOD, INTERVAL_METHODS, RULE_OF_THREE, binomial_interval
 from .simulate import _entropy, _rng
 
 __all__ = [
+    "COVERAGE_NOTE",
     "DESIGNS",
+    "DesignWarning",
     "attempt_counts",
     "icc",
     "clustered_interval",
@@ -58,11 +108,19 @@ __all__ = [
     "simulate_clustered_decisions",
 ]
 
-#: Designs of :func:`clustered_interval` and :func:`fnmr_interval`.
-DESIGNS = ("icc", "binomial")
+#: Designs of :func:`clustered_interval` and :func:`fnmr_interval`; the first is the default.
+DESIGNS = ("beta-binomial", "icc", "binomial")
 INDIVIDUAL = "individual"
+#: Below this many effective individuals (Kish, ``N^2 / sum m_i^2``), or individuals with errors, a DesignWarning.
+FEW_INDIVIDUALS = 30
+FEW_ERRING = 3
+
+#: The measured coverage, in short (full tables: benchmarks/SMALL_RATES.md).
+COVERAGE_NOTE = "see benchmarks/SMALL_RATES.md"
 
 _DESIGN_TEXT = {
+    "beta-binomial": ("beta-binomial: equal-tailed posterior interval of pi with the likelihood integrated over rho "
+                      "(prior 2 (1 - rho)); prior on pi 1/(pi (1 - pi)) for the lower bound, Jeffreys for the upper"),
     "icc": "intra-class correlation: effective sample size N / (1 + (m0 - 1) rho), design effect floored at 1",
     "binomial": "binomial: all N attempts independent (ignores correlation; too narrow when rho > 0)",
 }
@@ -310,9 +368,9 @@ def icc(counts: xr.Dataset, *, dim: Hashable = INDIVIDUAL) -> xr.Dataset:
 def clustered_interval(
     counts: xr.Dataset,
     *,
-    method: str = "wilson",
+    method: str = DEFAULT_METHOD,
     level: float = 0.95,
-    design: str = "icc",
+    design: str = DESIGNS[0],
     dim: Hashable = INDIVIDUAL,
 ) -> xr.Dataset:
     """An error rate and its interval from per-individual counts.
@@ -321,10 +379,16 @@ def clustered_interval(
     ----------
     counts : xarray.Dataset
         Per-individual ``errors`` and ``attempts`` over ``dim``.
-    method : {"wilson", "clopper-pearson", "jeffreys"}, keyword-only
+    method : {"modified-wilson", "wilson", "clopper-pearson", "jeffreys"}, keyword-only
+        The binomial interval of the designs ``"icc"`` and ``"binomial"``
+        (:func:`bioxr.intervals.binomial_interval`); the beta-binomial
+        design has its own.
     level : float, keyword-only
-    design : {"icc", "binomial"}, keyword-only
-        ``"icc"`` (default): the interval on the effective sample size
+        Confidence level, in (0, 1).
+    design : {"beta-binomial", "icc", "binomial"}, keyword-only
+        ``"beta-binomial"`` (default): the posterior interval of the
+        beta-binomial model with ``rho`` integrated out (module docstring).
+        ``"icc"``: the binomial interval on the effective sample size
         ``n_eff`` of :func:`icc`. ``"binomial"``: on all ``N`` attempts, as
         if independent (shown for comparison; too narrow when ``rho > 0``).
     dim : str, keyword-only
@@ -333,30 +397,60 @@ def clustered_interval(
     Returns
     -------
     xarray.Dataset
-        ``rate`` and ``rate_interval`` (extra dim ``bound``; coordinate
-        ``rate_interval_method`` says where the rule of three was used),
-        and the variables of :func:`icc` (``rho``, ``n_eff``, ``m0``,
-        ``design_effect``, ``variance``, ``errors``, ``attempts``,
-        ``n_individuals``); with ``design="binomial"`` ``n_eff = N`` and
-        ``design_effect = 1`` (``rho`` is still the estimate). attrs
-        ``method``, ``level``, ``design``, ``zero_error_rule``.
+        ``rate`` and ``rate_interval`` (extra dim ``bound``; coordinates
+        ``rate_interval_method``, the method of each cell or ``"rule of
+        three"``, and ``bound_kind``, ``"two-sided"`` or one of the
+        one-sided kinds), and the variables of :func:`icc` (``rho``,
+        ``n_eff``, ``m0``, ``design_effect``, ``variance``, ``errors``,
+        ``attempts``, ``n_individuals``); with ``design="binomial"`` ``n_eff
+        = N`` and ``design_effect = 1`` (``rho`` is still the estimate).
+        Where the rate is 0 or 1 the one-sided bound counts the
+        individuals, and ``n_eff`` is ``n_individuals`` there. attrs
+        ``method``, ``level``, ``design``, ``design_description``,
+        ``zero_error_rule``, ``bound_rule``.
+
+    Warns
+    -----
+    DesignWarning
+        Where Kish's effective number of individuals, ``N^2 / sum m_i^2``,
+        is below 30 and half the individuals (a few people hold most
+        attempts), or where errors come from fewer than 3 individuals: no
+        interval can then cover as stated for every correlation.
 
     Examples
     --------
     >>> from bioxr.correlation import clustered_interval, simulate_clustered_decisions
     >>> counts = simulate_clustered_decisions(200, 10, rate=0.1, rho=0.3, seed=4)
-    >>> icc_ = clustered_interval(counts)
+    >>> res = clustered_interval(counts)
     >>> naive = clustered_interval(counts, design="binomial")
-    >>> float(icc_.rho) > 0.2
+    >>> float(res.rho) > 0.2
     True
-    >>> ratio = icc_.rate_interval.diff("bound") / naive.rate_interval.diff("bound")
+    >>> ratio = res.rate_interval.diff("bound") / naive.rate_interval.diff("bound")
     >>> bool(ratio.item() > 1.5)
     True
+    >>> str(res.rate_interval.bound_kind.values), res.attrs["design"]
+    ('two-sided', 'beta-binomial')
+
+    No error among 100 people (10 x 50 attempts, 90 x 2): the one-sided
+    bound over the 100 individuals, ``-ln(0.05) / 100``, with a warning
+    about the skewed design:
+
+    >>> import numpy as np, warnings, xarray as xr
+    >>> skewed = xr.Dataset({"errors": ("individual", np.zeros(100, int)),
+    ...                      "attempts": ("individual", [50] * 10 + [2] * 90)})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     zero = clustered_interval(skewed)
+    >>> round(float(zero.rate_interval.sel(bound="upper")), 4), str(zero.rate_interval.bound_kind.values)
+    (0.03, 'one-sided upper (zero errors)')
+    >>> print(caught[0].message)  # doctest: +ELLIPSIS
+    10 of 100 individuals hold 74% of the attempts: the effective number of individuals is 18...
     """
     if design not in DESIGNS:
         raise ValueError(f"design={design!r}; choose one of {DESIGNS}.")
     if method not in INTERVAL_METHODS:
         raise ValueError(f"method={method!r}; choose one of {INTERVAL_METHODS}.")
+    level = check_level(level)
     stats = icc(counts, dim=dim)
     if design == "binomial":
         big_n = stats["attempts"].astype(float).broadcast_like(stats["p"])
@@ -364,18 +458,32 @@ def clustered_interval(
         stats["n_eff"] = big_n
         stats["variance"] = stats["p"] * (1 - stats["p"]) / big_n
     stats = stats.rename({"p": "rate"})
+    extreme = (stats["rate"] == 0) | (stats["rate"] == 1)
+    # zero (or all) errors: the one-sided bound over the independent units, the individuals
+    if design != "binomial":  # the binomial design keeps its own assumption: every attempt independent
+        stats["n_eff"] = xr.where(extreme, stats["n_individuals"].astype(float), stats["n_eff"])
     ci = binomial_interval(stats["errors"], stats["attempts"], method=method, level=level, n_eff=stats["n_eff"])
+    used = method
+    if design == "beta-binomial":
+        bb = _beta_binomial_bounds(counts, dim, level)
+        ci = xr.where(extreme, ci, bb.transpose(*ci.dims)).assign_coords(ci.coords)
+        ci.coords["interval_method"] = xr.where(extreme, RULE_OF_THREE, design)
+        used = design
     stats["rate_interval"] = ci.rename({"interval_method": "rate_interval_method"})
-    stats["rate_interval"].attrs = {"long_name": f"{level:.0%} confidence interval", "method": method}
+    stats["rate_interval"].attrs = {"long_name": f"{level:.0%} confidence interval", "method": used}
     stats.attrs = {
-        "method": method,
+        "method": used,
         "level": float(level),
         "design": design,
         "design_description": _DESIGN_TEXT[design],
-        "zero_error_rule": ci.attrs["zero_error_rule"],
+        "zero_error_rule": (f"where the rate is 0 the interval is [0, {-np.log1p(-level):.4g} / n], n the individuals "
+                            "with attempts (valid for any correlation: each errs at least once with chance >= pi); "
+                            "where it is 1, the mirror image"),
+        "bound_rule": BOUND_RULE,
         "undefined_rho": _UNDEFINED_RHO,
     }
     names = ["rate", "rate_interval", "rho", "n_eff", "errors", "attempts", "n_individuals", "m0", "design_effect", "variance"]
+    _warn_design(counts, dim)
     return stats[names]
 
 
@@ -384,9 +492,9 @@ def fnmr_interval(
     threshold,
     *,
     by: Hashable = "subject",
-    method: str = "wilson",
+    method: str = DEFAULT_METHOD,
     level: float = 0.95,
-    design: str = "icc",
+    design: str = DESIGNS[0],
     dim=None,
     failure_policy: str = "exclude",
 ) -> xr.Dataset:
@@ -402,12 +510,15 @@ def fnmr_interval(
     by : str, keyword-only
         Coordinate naming the individual whose attempts correlate (default
         ``"subject"``).
-    method : {"wilson", "clopper-pearson", "jeffreys"}, keyword-only
+    method : {"modified-wilson", "wilson", "clopper-pearson", "jeffreys"}, keyword-only
+        Binomial interval of the designs ``"icc"`` and ``"binomial"``.
     level : float, keyword-only
-    design : {"icc", "binomial"}, keyword-only
-        ``"icc"`` (default): the interval on the effective sample size
-        ``N / (1 + (m0 - 1) rho)``; ``"binomial"``: on all ``N`` mated
-        attempts, as if they were independent.
+    design : {"beta-binomial", "icc", "binomial"}, keyword-only
+        ``"beta-binomial"`` (default): the beta-binomial posterior interval
+        with ``rho`` integrated out; ``"icc"``: the binomial interval on
+        the effective sample size ``N / (1 + (m0 - 1) rho)``;
+        ``"binomial"``: on all ``N`` mated attempts, as if they were
+        independent. See :func:`clustered_interval`.
     dim : str, sequence of str or None, keyword-only
         Probe dimensions to pool over (default all); the rest are kept.
 
@@ -415,12 +526,19 @@ def fnmr_interval(
     -------
     xarray.Dataset
         Over ``(*kept, "threshold")``: ``fnmr``, ``fnmr_interval`` (extra
-        dim ``bound``; coordinate ``fnmr_interval_method`` marks the rule
-        of three, used where there is no error), ``rho``, ``n_eff``,
+        dim ``bound``; coordinates ``fnmr_interval_method``, which marks
+        the rule of three, used where there is no error, and
+        ``bound_kind``), ``rho``, ``n_eff``,
         ``errors``, ``attempts`` (totals), ``n_individuals``, ``m0``,
         ``design_effect``, ``variance``. attrs ``method``, ``level``,
-        ``design``, ``by``, ``zero_error_rule``, ``score_kind``,
-        ``decision_rule``.
+        ``design``, ``by``, ``zero_error_rule``, ``bound_rule``,
+        ``score_kind``, ``decision_rule``.
+
+    Warns
+    -----
+    DesignWarning
+        As :func:`clustered_interval`: few individuals hold most attempts,
+        or errors come from very few individuals.
 
     See Also
     --------
@@ -445,6 +563,11 @@ def fnmr_interval(
     >>> bool((res.fnmr_interval.diff("bound") > naive.fnmr_interval.diff("bound")).all())
     True
     """
+    if design not in DESIGNS:
+        raise ValueError(f"design={design!r}; choose one of {DESIGNS}.")
+    if method not in INTERVAL_METHODS:
+        raise ValueError(f"method={method!r}; choose one of {INTERVAL_METHODS}.")
+    check_level(level)
     counts = attempt_counts(cube, threshold, by=by, dim=dim, failure_policy=failure_policy)
     res = clustered_interval(counts, method=method, level=level, design=design)
     res = res.rename({"rate": "fnmr", "rate_interval": "fnmr_interval", "rate_interval_method": "fnmr_interval_method"})
@@ -570,6 +693,115 @@ def _check_counts_dataset(counts, dim) -> None:
     e, m = counts["errors"], counts["attempts"]
     if bool((e < 0).any()) or bool((e > m).any()):
         raise ValueError("counts must satisfy 0 <= errors <= attempts for every individual.")
+
+
+#: rho grid of the beta-binomial design and the log prior weights of its points (density 2 (1 - rho)).
+_RHO = np.r_[0.0, np.geomspace(1e-3, 0.98, 60)]
+_LOG_W_RHO = np.log(np.gradient(_RHO) * 2 * (1 - _RHO))
+_MAX_GRID = 3000
+
+
+def _beta_binomial_bounds(counts: xr.Dataset, dim, level: float) -> xr.DataArray:
+    """Equal-tailed posterior bounds of pi, beta-binomial likelihood integrated over rho (module docstring).
+
+    Every cell (combination of the other dims) is summarised by how many
+    individuals have each pair (attempts, errors); the log likelihood on a
+    (pi, rho) grid is then one matrix product with a table of beta-binomial
+    log probabilities. Cells where the rate is 0, 1 or undefined get NaN.
+    """
+    e = counts["errors"]
+    m = counts["attempts"].broadcast_like(e)
+    other = [d for d in e.dims if d != dim]
+    e2 = e.transpose(*other, dim).values.reshape(-1, e.sizes[dim]).astype(np.int64)
+    m2 = m.transpose(*other, dim).values.reshape(-1, e.sizes[dim]).astype(np.int64)
+    big_n, total = m2.sum(1), e2.sum(1)
+    out = np.full((e2.shape[0], 2), np.nan)
+    cells = np.flatnonzero((total > 0) & (total < big_n))
+    if cells.size:
+        width = int(m2.max()) + 1
+        codes, inverse = np.unique(m2[cells] * width + e2[cells], return_inverse=True)
+        hist = np.zeros((cells.size, codes.size))
+        np.add.at(hist, (np.repeat(np.arange(cells.size), e2.shape[1]), inverse.ravel()), 1.0)
+        keep = codes // width > 0  # individuals without attempts carry no likelihood
+        out[cells] = _posterior_bounds(hist[:, keep], codes[keep] // width, codes[keep] % width, level)
+    shape = [e.sizes[d] for d in other] + [2]
+    return xr.DataArray(out.reshape(shape), dims=(*other, "bound"), coords={k: v for k, v in e.coords.items()
+                                                                            if set(v.dims) <= set(other)})
+
+
+def _posterior_bounds(hist, pm, pe, level):
+    """Bounds for cells (rows of ``hist``, counts of individuals per (attempts, errors) pair)."""
+    big_n, total = hist @ pm, hist @ pe
+    p = total / big_n
+    centre = special.logit(p)
+    # a conservative logit-scale spread (the variance of rho = 1), for the grid's span and step
+    m0 = (hist @ (pm * pm)) / big_n
+    spread = np.sqrt(m0 / (big_n * p * (1 - p)))
+    lo, hi = centre - 6 * spread - 3, centre + 6 * spread + 3
+    step = float(np.min(spread / np.sqrt(m0))) / 6
+    size = int(np.ceil((hi.max() - lo.min()) / step)) + 2
+    if size > _MAX_GRID and hist.shape[0] > 1:  # cells too different for one grid: split them
+        order = np.argsort(centre)
+        halves = np.array_split(order, 2)
+        out = np.empty((hist.shape[0], 2))
+        for half in halves:
+            out[half] = _posterior_bounds(hist[half], pm, pe, level)
+        return out
+    logit_grid = np.linspace(lo.min(), hi.max(), min(size, _MAX_GRID))
+    grid = special.expit(logit_grid)
+    log_post = np.empty((hist.shape[0], grid.size))
+    for s in range(0, grid.size, 100):
+        g = grid[s:s + 100, None, None]
+        r = _RHO[None, :, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            size_ab = (1 - r) / r
+            table = special.betaln(pe + g * size_ab, pm - pe + (1 - g) * size_ab) - special.betaln(g * size_ab, (1 - g) * size_ab)
+        table = np.where(r == 0, pe * np.log(g) + (pm - pe) * np.log1p(-g), table)  # rho = 0: binomial
+        ll = (hist @ table.reshape(-1, pm.size).T).reshape(hist.shape[0], g.shape[0], _RHO.size)
+        log_post[:, s:s + 100] = special.logsumexp(ll + _LOG_W_RHO, axis=2)
+    alpha = (1 - level) / 2
+    log_edge = np.log(grid) + np.log1p(-grid)
+    bounds = np.empty((hist.shape[0], 2))
+    # on the logit scale, prior pi^-1 (1-pi)^-1 is flat; Jeffreys' adds (pi (1 - pi))^(1/2)
+    for k, (a, q) in enumerate(((0.0, alpha), (0.5, 1 - alpha))):
+        lp = log_post + a * log_edge
+        dens = np.exp(lp - lp.max(1, keepdims=True))
+        cdf = np.concatenate([np.zeros((dens.shape[0], 1)), np.cumsum(dens[:, 1:] + dens[:, :-1], 1)], 1)  # trapezoid
+        cdf /= cdf[:, -1:]
+        bounds[:, k] = [np.interp(q, c, logit_grid) for c in cdf]
+    return special.expit(bounds)
+
+
+def _warn_design(counts: xr.Dataset, dim) -> None:
+    """A DesignWarning where few individuals hold most attempts or errors come from very few individuals."""
+    m = counts["attempts"]
+    active = (m > 0).sum(dim)
+    big_n = m.sum(dim)
+    kish = big_n**2 / (m.astype(float) ** 2).sum(dim)
+    skewed = (kish < FEW_INDIVIDUALS) & (kish < active / 2)
+    erring = ((counts["errors"] > 0).sum(dim))
+    few = (counts["errors"].sum(dim) > 0) & (erring < FEW_ERRING)
+    messages = []
+    if bool(skewed.any()):
+        flat = m.transpose(..., dim).values.reshape(-1, m.sizes[dim])
+        first = int(np.flatnonzero(np.broadcast_to(skewed.values, m.shape[:-1] if m.ndim > 1 else ()).ravel())[0]) if m.ndim > 1 else 0
+        values = flat[first][flat[first] > 0]
+        heavy = values > 2 * values.mean()  # the people with far more attempts than the average
+        if not heavy.any():  # else the fewest people who hold half the attempts
+            heavy = values >= np.sort(values)[::-1][int(np.searchsorted(np.cumsum(np.sort(values)[::-1]), values.sum() / 2))]
+        share = values[heavy].sum() / values.sum()
+        cells = "" if skewed.size == 1 else f" (in {int(skewed.sum())} of {skewed.size} cells)"
+        messages.append(f"{int(heavy.sum())} of {values.size} individuals hold {share:.0%} of the attempts: the effective "
+                        f"number of individuals is {float(kish.where(skewed).min()):.0f}{cells}. No interval can "
+                        "cover as stated for every correlation with so few: spread the attempts over more people.")
+    if bool(few.any()):
+        n_cells = int(few.sum())
+        cells = "" if few.size == 1 else f" in {n_cells} of {few.size} cells"
+        low = int(erring.where(few).min())
+        messages.append(f"errors come from only {low} individual(s){cells}: the interval rests on so few independent "
+                        "events that its coverage depends on how errors cluster, which these data cannot show.")
+    if messages:
+        warnings.warn(" ".join(messages), DesignWarning, stacklevel=3)
 
 
 def _individual_coords(cube, template, reduced, label_dims, codes, n_ind, *, exclude) -> dict:

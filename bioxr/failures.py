@@ -29,12 +29,12 @@ from __future__ import annotations
 import xarray as xr
 
 from ._core import FAILURE_POLICIES, FAILURE_RULES, Grouped, check_level
-from .intervals import binomial_interval
+from .intervals import DEFAULT_METHOD, INTERVAL_METHODS, binomial_interval
 
 __all__ = ["FAILURE_POLICIES", "FAILURE_RULES", "failure_rates", "mark_failures"]
 
 
-def failure_rates(obj, *, level: float = 0.95, method: str = "wilson") -> xr.Dataset:
+def failure_rates(obj, *, level: float = 0.95, method: str = DEFAULT_METHOD) -> xr.Dataset:
     """Failure-to-enrol and failure-to-acquire rates, with binomial intervals.
 
     FTE is the share of references (enrolment attempts) that failed; FTA the
@@ -49,15 +49,17 @@ def failure_rates(obj, *, level: float = 0.95, method: str = "wilson") -> xr.Dat
     obj : xarray.DataArray or xarray.Dataset
         A score cube or a comparison list.
     level : float, keyword-only
-    method : {"wilson", "clopper-pearson", "jeffreys"}, keyword-only
-        Interval method (each enrolment or acquisition attempt counted as
-        independent; the rule of three at zero failures).
+    method : {"modified-wilson", "wilson", "clopper-pearson", "jeffreys"}, keyword-only
+        Interval method of :func:`bioxr.intervals.binomial_interval` (each
+        enrolment or acquisition attempt counted as independent; the rule
+        of three at zero failures).
 
     Returns
     -------
     xarray.Dataset
         ``fte``, ``fta`` and ``fte_interval``, ``fta_interval`` (``bound``
-        dim); ``n_failed_enrolments``, ``n_references``,
+        dim), ``fte_bound_kind``, ``fta_bound_kind`` (two- or one-sided);
+        ``n_failed_enrolments``, ``n_references``,
         ``n_failed_acquisitions``, ``n_probes``.
 
     References
@@ -81,8 +83,10 @@ def failure_rates(obj, *, level: float = 0.95, method: str = "wilson") -> xr.Dat
                                 ("fta", "n_failed_acquisitions", "n_probes")):
         n, k = u[total], u[failed]
         out[rate] = xr.DataArray(k / n if n else float("nan"))
-        out[f"{rate}_interval"] = binomial_interval(k, n, method=method, level=level).drop_vars(
-            "interval_method", errors="ignore")
+        ci = binomial_interval(k, n, method=method, level=level)
+        out[f"{rate}_interval"] = ci.drop_vars(["interval_method", "bound_kind"], errors="ignore")
+        if "bound_kind" in ci.coords:
+            out[f"{rate}_bound_kind"] = xr.DataArray(ci["bound_kind"].item())
         out[failed] = xr.DataArray(k)
         out[total] = xr.DataArray(n)
     ds = xr.Dataset(out, attrs={"method": method, "level": level,

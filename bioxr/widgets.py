@@ -135,7 +135,7 @@ class ThresholdExplorer(W.VBox):
         Operating points: ``"eer"``, FMR targets (floats, e.g. ``0.001``),
         or ``"custom"`` once the slider has been moved by hand.
     table : ipywidgets.HTML
-        FMR and FNMR at the threshold, with counts and 95% Wilson intervals.
+        FMR and FNMR at the threshold, with counts and 95% binomial intervals (modified Wilson).
     histogram, det : ipywidgets.HTML
         The score histogram with the threshold, and the DET curve with the
         operating point (SVG images).
@@ -346,11 +346,13 @@ def _intervals(errors, trials):
     """(method, [(lower, upper, method used), ...]) from bioxr.intervals, or None without it."""
     if binomial_interval is None:
         return None
-    ci = binomial_interval(np.asarray(errors, dtype=float), np.asarray(trials, dtype=float), method="wilson",
-                           level=_LEVEL)
+    ci = binomial_interval(np.asarray(errors, dtype=float), np.asarray(trials, dtype=float), level=_LEVEL)
     bounds = np.asarray(ci.transpose(..., "bound").values, dtype=float).reshape(-1, 2)
-    used = np.asarray(ci["interval_method"].values).reshape(-1) if "interval_method" in ci.coords else ["wilson"] * 2
-    return "Wilson", [(b[0], b[1], "Wilson" if m == "wilson" else str(m)) for b, m in zip(bounds, used)]
+    method = ci.attrs.get("method", "modified-wilson")
+    used = np.asarray(ci["interval_method"].values).reshape(-1) if "interval_method" in ci.coords else [method] * 2
+    label = {"modified-wilson": "modified Wilson", "wilson": "Wilson", "clopper-pearson": "Clopper-Pearson",
+             "jeffreys": "Jeffreys"}.get(method, method)
+    return label, [(b[0], b[1], label if m == method else str(m)) for b, m in zip(bounds, used)]
 
 
 def _score_range(cube: xr.DataArray) -> tuple[float, float, bool]:
@@ -394,7 +396,7 @@ def threshold_explorer(cube: xr.DataArray, *, eer_method: str = "rocch", fmr_tar
     A slider over the score range (or an operating point picked from a list:
     the EER, or the most lenient threshold meeting an FMR target) moves the
     threshold; the score histogram shows it as a rule, the DET curve as a
-    point, and a table gives FMR and FNMR with their counts and 95% Wilson
+    point, and a table gives FMR and FNMR with their counts and 95% modified-Wilson
     intervals. Works offline: charts are SVG rendered in the kernel.
 
     The exact DET curve, the EER and the FMR targets are computed once (a

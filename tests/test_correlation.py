@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -289,11 +290,12 @@ def correlated_cube():
 def test_fnmr_interval_against_brute_force(correlated_cube):
     cube = correlated_cube
     ts = [1.0, 2.5]
-    res = fnmr_interval(cube, ts)
-    naive = fnmr_interval(cube, ts, design="binomial")
+    res = fnmr_interval(cube, ts, design="icc", method="wilson")
+    naive = fnmr_interval(cube, ts, design="binomial", method="wilson")
     assert res.fnmr_interval.dims == ("threshold", "bound")
     assert res.attrs["design"] == "icc" and naive.attrs["design"] == "binomial"
     assert res.attrs["method"] == "wilson" and res.attrs["level"] == 0.95 and res.attrs["by"] == "subject"
+    assert fnmr_interval(cube, ts).attrs["design"] == "beta-binomial"
     for k, t in enumerate(ts):
         decisions = {}
         for p in range(cube.sizes["probe"]):
@@ -317,7 +319,7 @@ def test_fnmr_interval_against_brute_force(correlated_cube):
 
 def test_fnmr_interval_methods_and_kept_dims():
     cube = bioxr.simulate.photohead(6, 2, 5, seed=2)
-    res = fnmr_interval(cube, [2.0, 4.0], method="clopper-pearson", level=0.9, dim=("subject", "image"))
+    res = fnmr_interval(cube, [2.0, 4.0], method="clopper-pearson", level=0.9, dim=("subject", "image"), design="icc")
     assert res.fnmr_interval.dims == ("collection", "threshold", "bound")
     assert "weather" in res.coords
     for c in range(5):
@@ -335,7 +337,8 @@ def test_zero_errors_use_the_rule_of_three_on_the_conservative_n_eff(correlated_
     res = fnmr_interval(correlated_cube, -20.0)
     assert int(res.errors) == 0 and np.isnan(float(res.rho))
     assert str(res.fnmr_interval_method.values) == "rule of three"
-    # balanced: 5 attempts each, m0 = 5, n_eff = N / m0 = the 120 subjects
+    assert str(res.fnmr_interval.bound_kind.values) == "one-sided upper (zero errors)"
+    # balanced: 5 attempts each, the bound counts the 120 subjects
     assert float(res.n_eff) == pytest.approx(120)
     assert float(res.fnmr_interval.sel(bound="upper")) == pytest.approx(-math.log(0.05) / 120)
     naive = fnmr_interval(correlated_cube, -20.0, design="binomial")
@@ -344,7 +347,7 @@ def test_zero_errors_use_the_rule_of_three_on_the_conservative_n_eff(correlated_
 
 def test_one_attempt_each_makes_both_designs_agree():
     counts = simulate_clustered_decisions(300, 1, rate=0.1, rho=0.5, seed=5)
-    a, b = clustered_interval(counts), clustered_interval(counts, design="binomial")
+    a, b = clustered_interval(counts, design="icc"), clustered_interval(counts, design="binomial")
     assert np.isnan(float(a.rho))
     xr.testing.assert_allclose(a.rate_interval, b.rate_interval)
 
@@ -356,7 +359,7 @@ def test_unbalanced_attempts():
     assert (sim.errors <= sim.attempts).all()
     decisions = [[1] * int(e) + [0] * int(mi - e) for e, mi in zip(sim.errors.values, m)]
     b = brute_icc(decisions)
-    r = clustered_interval(sim)
+    r = clustered_interval(sim, design="icc", method="wilson")
     assert float(r.m0) == pytest.approx((m**2).sum() / m.sum()) and float(r.m0) == pytest.approx(b["m0"])
     assert float(r.rho) == pytest.approx(b["rho"])
     n_eff = b["N"] / max(1.0, 1 + (b["m0"] - 1) * b["rho"])
@@ -430,7 +433,7 @@ def coverage_table() -> pd.DataFrame:
         sim = simulate_clustered_decisions(N_INDIVIDUALS, m, rate=pi, rho=rho, seed=4000 + i, replicates=REPLICATES)
         row = {"fnmr": pi, "rho": rho, "m": m}
         for design in ("icc", "binomial"):
-            res = clustered_interval(sim, design=design)
+            res = clustered_interval(sim, design=design, method="wilson")
             lo, hi = res.rate_interval.sel(bound="lower"), res.rate_interval.sel(bound="upper")
             row[design] = float(((lo <= pi) & (pi <= hi)).mean())
             if design == "icc":
@@ -490,7 +493,7 @@ def test_rule_of_three_upper_bound_covers_when_zero_errors_are_likely(rho):
     which holds whatever rho; 3 / N (independence) would miss pi = 0.004 > 3 / 1000 in every one of them."""
     pi, n, m, reps = 0.004, 200, 5, 2000
     sim = simulate_clustered_decisions(n, m, rate=pi, rho=rho, seed=77, replicates=reps)
-    res = clustered_interval(sim)
+    res = clustered_interval(sim, design="icc")
     zero = res.errors == 0
     upper = res.rate_interval.sel(bound="upper")
     assert (res.rate_interval_method.where(zero, "rule of three") == "rule of three").all()
@@ -509,10 +512,125 @@ def test_rule_of_three_worst_case_any_rho():
     pi = 3.2 / n
     for i, rho in enumerate((0.0, 0.6, 1.0)):
         sim = simulate_clustered_decisions(n, m, rate=pi, rho=rho, seed=90 + i, replicates=3000)
-        res = clustered_interval(sim)
+        res = clustered_interval(sim, design="icc")
         zero_rate = float((res.errors == 0).mean())
         assert zero_rate <= (1 - pi) ** n + 3 * math.sqrt(0.05 / 3000)
         assert float((res.rate_interval.sel(bound="upper") >= pi).mean()) >= 0.95
+
+
+# --------------------------------------------------------------------------
+# zero and all errors, the beta-binomial design, design warnings
+# --------------------------------------------------------------------------
+
+SKEWED = [50] * 10 + [2] * 90
+
+
+def skewed_counts(errors):
+    return xr.Dataset({"errors": ("individual", errors), "attempts": ("individual", SKEWED)})
+
+
+@pytest.mark.parametrize("design", ["beta-binomial", "icc"])
+def test_zero_errors_bound_counts_the_individuals_in_a_skewed_protocol(design):
+    # 10 people x 50 attempts + 90 x 2: N / m0 = 18.2 would give 0.164; the 100 people give -ln(0.05) / 100
+    with pytest.warns(bioxr.correlation.DesignWarning, match="10 of 100 individuals hold 74% of the attempts: the "
+                      "effective number of individuals is 18"):
+        res = clustered_interval(skewed_counts(np.zeros(100, int)), design=design, level=0.9)
+    assert float(res.rate_interval.sel(bound="upper")) == pytest.approx(-math.log(0.1) / 100, rel=1e-12)
+    assert float(res.rate_interval.sel(bound="lower")) == 0.0 and float(res.n_eff) == 100
+    assert str(res.rate_interval.bound_kind.values) == "one-sided upper (zero errors)"
+    assert "individuals" in res.attrs["zero_error_rule"] and "one-sided" in res.attrs["bound_rule"]
+
+
+def test_all_errors_give_the_one_sided_lower_bound_over_the_individuals():
+    counts = as_counts([[1, 1, 1]] * 40)
+    res = clustered_interval(counts)
+    assert res.rate_interval.values.tolist() == pytest.approx([1 + math.log(0.05) / 40, 1.0])
+    assert str(res.rate_interval.bound_kind.values) == "one-sided lower (all errors)"
+    assert (res.rate_interval.diff("bound") > 0).all()
+
+
+def brute_posterior_bounds(errors, attempts, level=0.95):
+    """The beta-binomial design written out: scipy's betabinom, quadrature over rho, a fine grid in pi."""
+    from scipy import integrate
+
+    errors, attempts = np.asarray(errors), np.asarray(attempts)
+
+    def likelihood(pi, rho):
+        if rho == 0:
+            return math.exp(stats.binom.logpmf(errors, attempts, pi).sum())
+        s = (1 - rho) / rho
+        return math.exp(stats.betabinom.logpmf(errors, attempts, pi * s, (1 - pi) * s).sum())
+
+    p = errors.sum() / attempts.sum()
+    pis = np.geomspace(p / 200, min(0.999, p * 40), 400)
+    marginal = np.array([integrate.quad(lambda r: likelihood(pi, r) * 2 * (1 - r), 0, 0.98, limit=200,
+                                        points=[1e-3, 1e-2, 0.1])[0] for pi in pis])
+    out = []
+    for a, q in ((0.0, (1 - level) / 2), (0.5, 1 - (1 - level) / 2)):
+        dens = marginal * pis ** (a - 1) * (1 - pis) ** (a - 1)  # prior density in pi
+        cdf = integrate.cumulative_trapezoid(dens, pis, initial=0)
+        out.append(float(np.interp(q, cdf / cdf[-1], pis)))
+    return out
+
+
+@pytest.mark.parametrize(("errors", "attempts", "level"), [
+    ([3, 0, 0, 1, 0, 0, 2, 0, 0, 0, 0, 0], [5] * 12, 0.95),
+    ([0, 1, 0, 0, 4, 0, 0, 1, 0, 0], [2, 2, 3, 5, 8, 8, 1, 4, 6, 2], 0.8),
+])
+def test_beta_binomial_bounds_match_quadrature(errors, attempts, level):
+    got = clustered_interval(as_counts([[1] * e + [0] * (m - e) for e, m in zip(errors, attempts)]), level=level)
+    assert str(got.rate_interval_method.values) == "beta-binomial" and got.attrs["level"] == level
+    np.testing.assert_allclose(got.rate_interval.values, brute_posterior_bounds(errors, attempts, level), rtol=0.01)
+
+
+def coverage_hits(counts, pi, *, side="both"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", bioxr.correlation.DesignWarning)
+        ci = clustered_interval(counts).rate_interval
+    lo, hi = ci.sel(bound="lower").values, ci.sel(bound="upper").values
+    ok = (lo <= pi) if side == "lower" else (lo <= pi) & (pi <= hi)
+    return int(ok.sum()), ok.size
+
+
+def assert_coverage_within(hits, n, low=0.92, high=0.98):
+    """Fails when a binomial test on the hit count says the coverage lies outside [low, high]."""
+    assert stats.binomtest(hits, n, low, alternative="less").pvalue > 0.001, (hits, n)
+    if high is not None:
+        assert stats.binomtest(hits, n, high, alternative="greater").pvalue > 0.001, (hits, n)
+
+
+@pytest.mark.parametrize(("pi", "rho", "attempts", "seed"), [
+    (0.01, 0.6, [5] * 200, 1),  # the cell of issue 9: the moment estimate of rho is low, n_eff intervals cover ~0.90
+    (0.01, 0.3, [2] * 100 + [8] * 100, 2),
+    (0.1, 0.6, [5] * 200, 3),
+    (0.05, 0.3, SKEWED, 4),
+])
+def test_beta_binomial_design_covers_at_small_rates(pi, rho, attempts, seed):
+    counts = simulate_clustered_decisions(len(attempts), np.asarray(attempts), rate=pi, rho=rho, seed=seed,
+                                          replicates=800)
+    assert_coverage_within(*coverage_hits(counts, pi))
+
+
+def test_tiny_expected_counts_cover_at_least_on_the_lower_side():
+    # N pi = 1: discreteness makes every valid interval over-cover; only too little coverage is a fault
+    counts = simulate_clustered_decisions(200, 5, rate=0.001, rho=0.3, seed=5, replicates=800)
+    assert_coverage_within(*coverage_hits(counts, 0.001), high=None)
+
+
+def test_few_erring_individuals_warn():
+    with pytest.warns(bioxr.correlation.DesignWarning, match="errors come from only 2 individual"):
+        clustered_interval(as_counts([[1, 1, 0]] * 2 + [[0, 0, 0]] * 80))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", bioxr.correlation.DesignWarning)
+        clustered_interval(as_counts([[1, 0, 0]] * 10 + [[0, 0, 0]] * 80))  # ten individuals erred: no warning
+
+
+def test_bad_levels_are_refused_before_counting(correlated_cube):
+    for level in (0, 1, -0.5, 95):
+        with pytest.raises(ValueError, match="level"):
+            fnmr_interval(correlated_cube, 1.0, level=level)
+        with pytest.raises(ValueError, match="level"):
+            clustered_interval(as_counts([[1, 0]] * 5), level=level)
 
 
 # --------------------------------------------------------------------------

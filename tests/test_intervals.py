@@ -49,7 +49,7 @@ def wilson_closed_form(x, n, level):
 @pytest.mark.parametrize("n", [1, 2, 7, 40, 333])
 @pytest.mark.parametrize("level", [0.8, 0.95, 0.99])
 def test_wilson_and_clopper_pearson_match_scipy_binomtest(n, level):
-    k = np.arange(1, n + 1)  # k = 0 is the rule of three, tested below
+    k = np.arange(1, n)  # k = 0 and k = n are the one-sided rules, tested below
     wil = binomial_interval(k, n, method="wilson", level=level)
     cp = binomial_interval(k, n, method="clopper-pearson", level=level)
     for i, ki in enumerate(k):
@@ -65,8 +65,9 @@ def test_wilson_and_clopper_pearson_match_scipy_binomtest(n, level):
 )
 @examples(80)
 def test_wilson_matches_its_closed_form_and_inverts_the_score_test(x, extra, level):
+    assume(x / (x + extra) < 1)  # p == 1 is the one-sided rule
     n = x + extra
-    lo, hi = bounds(binomial_interval(x, n, level=level))
+    lo, hi = bounds(binomial_interval(x, n, level=level, method="wilson"))
     exp_lo, exp_hi = wilson_closed_form(x, n, level)
     assert lo == pytest.approx(max(exp_lo, 0.0), rel=1e-9, abs=1e-12)
     assert hi == pytest.approx(min(exp_hi, 1.0), rel=1e-9, abs=1e-12)
@@ -115,13 +116,17 @@ def test_jeffreys_bounds_are_equal_tailed_posterior_quantiles(x, n):
     assert right == pytest.approx(0.025, rel=1e-5)
 
 
-def test_all_errors_gives_upper_bound_one_and_a_proper_lower_bound():
+@pytest.mark.parametrize("method", INTERVAL_METHODS)
+def test_all_errors_give_the_mirrored_one_sided_bound(method):
     n = 20
-    for method in INTERVAL_METHODS:
-        lo, hi = bounds(binomial_interval(n, n, method=method))
-        assert hi == 1.0 and 0.7 < lo < 1.0
-    lo, _ = bounds(binomial_interval(n, n, method="clopper-pearson"))
-    assert lo == pytest.approx(0.025 ** (1 / n), rel=1e-10)  # closed form of the exact bound at x = n
+    ci = binomial_interval(n, n, method=method, level=0.9)
+    lo, hi = bounds(ci)
+    assert hi == 1.0 and lo == pytest.approx(1 + math.log(0.1) / n, rel=1e-12)
+    assert str(ci.bound_kind.values) == "one-sided lower (all errors)"
+    assert str(ci.interval_method.values) == "rule of three"
+    # the mirror of the zero-error bound: P(all n err) = pi^n < 10% below the bound
+    assert stats.binom.pmf(n, n, lo * 0.9999) < 0.1
+    assert bounds(binomial_interval(2, 2))[0] == 0.0  # capped
 
 
 # --------------------------------------------------------------------------
@@ -137,7 +142,8 @@ def test_zero_errors_give_the_rule_of_three(method, level):
     assert lo == 0.0
     assert hi == pytest.approx(-math.log(1 - level) / 500, rel=1e-12)
     assert str(ci.interval_method.values) == "rule of three"
-    assert "rule of three" in ci.attrs["zero_error_rule"]
+    assert str(ci.bound_kind.values) == "one-sided upper (zero errors)"
+    assert "rule of three" in ci.attrs["zero_error_rule"] and "one-sided" in ci.attrs["bound_rule"]
     assert ci.attrs["method"] == method
 
 
@@ -159,10 +165,67 @@ def test_rule_of_three_covers_in_its_worst_case():
 
 
 def test_cells_report_their_own_method():
-    ci = binomial_interval(xr.DataArray([0, 3, 0], dims="g"), 100, method="jeffreys")
+    ci = binomial_interval(xr.DataArray([0, 3, 100], dims="g"), 100, method="jeffreys")
     assert ci.interval_method.values.tolist() == ["rule of three", "jeffreys", "rule of three"]
+    assert ci.bound_kind.values.tolist() == ["one-sided upper (zero errors)", "two-sided", "one-sided lower (all errors)"]
     assert ci.attrs["method"] == "jeffreys"
     assert (ci.diff("bound") > 0).all()
+
+
+# --------------------------------------------------------------------------
+# the default: modified Wilson, and its exact coverage
+# --------------------------------------------------------------------------
+
+
+def exact_coverage(method, n, pis, level=0.95):
+    """Coverage summed over the Binomial(n, pi) pmf, intervals from bioxr for every count."""
+    k = np.arange(n + 1)
+    ci = binomial_interval(k, n, method=method, level=level).values
+    pmf = stats.binom.pmf(k[None, :], n, pis[:, None])
+    hit = (ci[None, :, 0] <= pis[:, None]) & (pis[:, None] <= ci[None, :, 1])
+    return (pmf * hit).sum(1)
+
+
+@pytest.mark.parametrize("n", [12, 60, 1000])
+def test_modified_wilson_is_wilson_with_the_exact_bound_at_ten_counts_or_fewer(n):
+    for k in sorted({*range(1, min(n, 14)), *range(max(1, n - 13), n), n // 2}):
+        got = bounds(binomial_interval(k, n))
+        res = stats.binomtest(k, n)
+        w, e = res.proportion_ci(method="wilson"), res.proportion_ci(method="exact")
+        exp_lo = min(w.low, e.low) if k <= 10 else w.low
+        exp_hi = max(w.high, e.high) if n - k <= 10 else w.high
+        np.testing.assert_allclose(got, [exp_lo, exp_hi], rtol=1e-9, atol=1e-13)
+    assert binomial_interval(5, n).interval_method.item() == "modified-wilson"
+
+
+def test_modified_wilson_continues_to_non_integer_counts():
+    # x_eff = 2.5 of n_eff = 400: the lower bound solves the incomplete beta continuation I_lo(x, n - x + 1) = 2.5%
+    lo, hi = bounds(binomial_interval(25, 4000, n_eff=400))
+    assert special.betainc(2.5, 398.5, lo) == pytest.approx(0.025, rel=1e-6)
+    assert hi == pytest.approx(wilson_closed_form(2.5, 400, 0.95)[1], rel=1e-10)
+
+
+def test_wilsons_hole_near_one_over_n_is_mended():
+    # Brown, Cai & DasGupta (2001): Binomial(1000, 0.001) is covered 0.920 of the time by Wilson
+    pi = np.array([0.001])
+    assert exact_coverage("wilson", 1000, pi)[0] == pytest.approx(0.920, abs=0.001)
+    assert bounds(binomial_interval(3, 1000, method="wilson"))[0] > 0.001  # the lower bound at 3 errors excludes pi
+    assert exact_coverage("modified-wilson", 1000, pi)[0] >= 0.95
+    assert bounds(binomial_interval(3, 1000))[0] < 0.001
+
+
+@pytest.mark.parametrize("n", [50, 1000])
+def test_default_covers_at_least_93_percent_from_one_over_n_to_one_half(n):
+    """The measured minimum (module docstring): 0.931 or more over pi in [1/n, 1/2], with the one-sided
+    rule of three at zero errors; Wilson falls to 0.91 just above n pi = 3, where P(no error) is almost 5%."""
+    pis = np.geomspace(1 / n, 0.5, 400)
+    default = exact_coverage("modified-wilson", n, pis)
+    wilson = exact_coverage("wilson", n, pis)
+    assert default.min() >= 0.93
+    assert 0.95 <= default.mean() <= 0.97
+    assert wilson.min() < 0.92
+    near = (pis * n > 3) & (pis * n < 3.6)
+    assert wilson[near].min() < 0.92 <= default[near].min()
 
 
 # --------------------------------------------------------------------------
@@ -184,7 +247,7 @@ def test_dataarrays_broadcast_by_name_and_keep_coords():
     errors = xr.DataArray([[1, 5], [0, 9]], dims=("threshold", "group"),
                           coords={"threshold": [0.5, 1.0], "group": ["a", "b"], "note": ("group", ["x", "y"])})
     trials = xr.DataArray([50, 60], dims="group", coords={"group": ["a", "b"]})
-    ci = binomial_interval(errors, trials, level=0.9)
+    ci = binomial_interval(errors, trials, level=0.9, method="wilson")
     assert ci.dims == ("threshold", "group", "bound")
     assert ci.bound.values.tolist() == ["lower", "upper"]
     assert ci.note.values.tolist() == ["x", "y"]
@@ -195,7 +258,7 @@ def test_dataarrays_broadcast_by_name_and_keep_coords():
 
 
 def test_plain_arrays_broadcast_like_numpy():
-    ci = binomial_interval(np.array([[1], [2]]), np.array([10, 20, 30]))
+    ci = binomial_interval(np.array([[1], [2]]), np.array([10, 20, 30]), method="wilson")
     assert ci.shape == (2, 3, 2)
     np.testing.assert_allclose(ci.values[1, 2], wilson_closed_form(2, 30, 0.95), rtol=1e-10)
 
@@ -214,6 +277,9 @@ def test_nan_and_empty_cells_give_nan():
         (dict(errors=1, trials=10, method="wald"), ValueError),
         (dict(errors=1, trials=10, level=95), ValueError),
         (dict(errors=1, trials=10, level=1.0), ValueError),
+        (dict(errors=1, trials=10, level=-0.5), ValueError),
+        (dict(errors=1, trials=10, level=0), ValueError),
+        (dict(errors=1, trials=10, level=float("nan")), ValueError),
         (dict(errors=1, trials=10, n_eff=0), ValueError),
         (dict(errors=xr.DataArray([1, 2], dims="g"), trials=np.array([10, 20])), TypeError),
         (dict(errors="3", trials=10), TypeError),
@@ -274,14 +340,19 @@ def test_rates_interval_equals_binomial_interval_per_rate(photohead):
                 got = res[f"{rate}_interval"].values[c, j]
                 if k == 0:
                     exp = (0.0, -math.log(0.1) / total)
+                elif k == total:
+                    exp = (max(0.0, 1 + math.log(0.1) / total), 1.0)
                 else:
                     ci = stats.binomtest(k, total).proportion_ci(confidence_level=0.9, method="exact")
                     exp = (ci.low, ci.high)
                 np.testing.assert_allclose(got, exp, rtol=1e-9, atol=1e-12)
     assert (res.fmr_interval_method.sel(threshold=40.0) == "rule of three").all()
     assert res.attrs["interval_method"] == "clopper-pearson" and res.attrs["level"] == 0.9
+    assert (res.fmr_bound_kind.sel(threshold=40.0) == "one-sided upper (zero errors)").all()
+    assert res.attrs["bound_rule"].startswith("bound_kind")
     xr.testing.assert_identical(res.drop_vars(["fmr_interval", "fnmr_interval", "fmr_interval_method",
-                                                "fnmr_interval_method", "bound"]).drop_attrs(), rates.drop_attrs())
+                                                "fnmr_interval_method", "fmr_bound_kind", "fnmr_bound_kind",
+                                                "bound"]).drop_attrs(), rates.drop_attrs())
 
 
 def test_rates_interval_takes_n_eff_per_rate_and_partial_datasets(photohead):

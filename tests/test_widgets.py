@@ -93,7 +93,7 @@ def test_table_shows_wilson_intervals(explorer):
     ci = intervals.binomial_interval(int(r.false_nonmatches), int(r.n_mated), method="wilson", level=0.95)
     lo, hi = (float(ci.sel(bound=b)) for b in ("lower", "upper"))
     assert f"{widgets._pct(lo)} – {widgets._pct(hi)}" in _row(explorer.table.value, "fnmr")
-    assert "95% interval (Wilson)" in explorer.table.value
+    assert "95% interval (modified Wilson)" in explorer.table.value
     explorer.slider.value = explorer.slider.max + 0  # nothing non-mated is accepted up there
     assert "(rule of three)" in _row(explorer.table.value, "fmr")
 

@@ -19,3 +19,10 @@ class FewReplicatesWarning(UserWarning):
 
 
 FewReplicatesWarning.__module__ = "bioxr.bootstrap"
+
+
+class DesignWarning(UserWarning):
+    """The study design leaves too little independent information for an interval to cover as stated."""
+
+
+DesignWarning.__module__ = "bioxr.correlation"

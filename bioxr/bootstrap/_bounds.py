@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 
 INTERVALS = ("effective", "percentile")
-BOUND_KINDS = ("two-sided", "one-sided upper (no errors)", "one-sided lower (all errors)")
+from ..intervals import BOUND_KINDS  # noqa: E402  one vocabulary for every interval
 
 INTERVAL_TEXT = {
     "effective": ("binomial interval on the effective count N / deff, deff = bootstrap variance / (p (1 - p) / N) "
