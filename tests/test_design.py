@@ -547,7 +547,7 @@ def test_a_time_left_clustered_every_estimator_underestimates(paper):
     assert study.verdict.values.tolist() == ["incompatible"] * 3
     test = design.design_test(study)
     assert (test.pvalue < 1e-6).all()
-    assert all("p = < 1e-16" in text for text in test.statement.values.tolist())  # underflowed: never "p = 0"
+    assert all("p < 1e-16" in text for text in test.statement.values.tolist())  # underflowed: never "p = 0"
 
 
 @pytest.mark.slow

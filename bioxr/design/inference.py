@@ -53,6 +53,12 @@ _REFERENCE = "Micheals & Boult, Improving Variance Estimation in Biometric Syste
 # --------------------------------------------------------------------------
 
 
+def _p_text(pvalue) -> str:
+    """``p = 0.03`` or ``p < 1e-16``: never ``p = < ...``."""
+    text = format_pvalue(pvalue)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
+
+
 def format_pvalue(p, *, digits: int = 2) -> str:
     """A p-value as text: ``digits`` significant digits, and ``"< 1e-16"`` below 1e-16, never 0.
 
@@ -283,7 +289,9 @@ def _statement(verdict_: str, lower: float, upper: float, *, level: float, toler
         return f"incompatible: {interval} lies {side[0]} the {tol} (the estimator {side[1]} the variance)"
     if np.isfinite(needed):
         more = (f"about {needed:,.0f} trials would be needed for a correct design to be called compatible "
-                f"{TARGET_POWER:.0%} of the time ({n_trials:,} here, {power_:.0%} of the time now)")
+                f"{TARGET_POWER:.0%} of the time; "
+                + (f"at the {n_trials:,} here the interval is always wider than the band" if power_ < 0.005 else
+                   f"with the {n_trials:,} here it would be {power_:.0%} of the time"))
     else:
         more = ("more trials from these data cannot narrow it enough: the runs share their collections, which caps "
                 + (f"the empirical variance at about {cap:,.0f} degrees of freedom; " if cap else "its precision; ")
@@ -442,7 +450,7 @@ def design_test(study: xr.Dataset) -> xr.Dataset:
             pvalue = p_eq = float("nan")
         r = _assess(ratio, df1, df2, study.attrs, n_runs, n_trials, level, tolerance)
         text = (f"{r['statement']}; F test of agreement: F = {_num(f)} on {df1:,.0f} and "
-                f"{_df_text(df2)} degrees of freedom, p = {format_pvalue(pvalue)} (two-sided)")
+                f"{_df_text(df2)} degrees of freedom, {_p_text(pvalue)} (two-sided)")
         rows.append({"statistic": f, "df_estimator": df2, "pvalue": pvalue, "ratio": ratio, "lower": r["lower"],
                      "upper": r["upper"], "verdict": r["verdict"], "equivalence_pvalue": p_eq, "power": r["power"],
                      "trials_needed": r["trials_needed"], "statement": text})
