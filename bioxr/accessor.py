@@ -157,12 +157,13 @@ class BioAccessor:
         failure_policy: str = "exclude",
         fmr_variance: str = "moments",
         interval: str = "effective",
+        simultaneous: bool = False,
     ) -> xr.Dataset:
         """Subject-bootstrap bands of FMR and FNMR; see :func:`bioxr.bootstrap.bootstrap_curve`."""
         return _bootstrap.bootstrap_curve(
             self._obj, thresholds=thresholds, n_replicates=n_replicates, level=level, seed=seed, unit=unit,
             two_level=two_level, progress=progress, failure_policy=failure_policy, fmr_variance=fmr_variance,
-            interval=interval,
+            interval=interval, simultaneous=simultaneous,
         )
 
     def fnmr_at_fmr_interval(
@@ -212,11 +213,11 @@ class BioAccessor:
 
     def cmc_interval(
         self, *, max_rank: int | None = None, n_replicates: int = 2000, level: float = 0.95, seed=0,
-        interval: str = "effective",
+        interval: str = "effective", simultaneous: bool = False,
     ) -> xr.Dataset:
         """CMC with subject-bootstrap intervals; see :func:`bioxr.bootstrap.cmc_interval`."""
         return _bootstrap.cmc_interval(self._obj, max_rank=max_rank, n_replicates=n_replicates, level=level, seed=seed,
-                                       interval=interval)
+                                       interval=interval, simultaneous=simultaneous)
 
     def open_set_interval(
         self,

@@ -223,7 +223,7 @@ def test_zero_errors_give_a_one_sided_bound_on_the_subjects_never_zero_width():
     res = bootstrap_rate_interval(e, m, n_replicates=1000, seed=0)
     lo, hi = res.rate_interval.values
     assert lo == 0 and hi == pytest.approx(-np.log(0.05) / 200)
-    assert str(res.rate_bound_kind.values) == "one-sided upper (no errors)"
+    assert str(res.rate_bound_kind.values) == "one-sided upper (zero errors)"
     # every rate in a band: never a zero-width interval, at both ends of the curve
     cube = bioxr.simulate.gaussian(n_subjects=30, n_samples=3, seed=1)
     band = bootstrap_curve(cube, n_replicates=300, seed=2)
@@ -252,3 +252,16 @@ def test_few_replicates_warn_for_the_level():
     cube = bioxr.simulate.gaussian(n_subjects=10, n_samples=2, seed=0)
     with pytest.warns(bioxr.bootstrap.FewReplicatesWarning, match="at least 1,000"):
         bootstrap_curve(cube, n_replicates=200)
+
+
+def test_simultaneous_bands_contain_the_pointwise_ones_and_say_so():
+    cube = bioxr.simulate.gaussian(n_subjects=40, n_samples=3, seed=4)
+    band = bootstrap_curve(cube, n_replicates=1000, seed=2, simultaneous=True, level=0.9)
+    for rate in ("fmr", "fnmr"):
+        inner, outer = band[f"{rate}_interval"], band[f"{rate}_band"]
+        assert bool((outer.sel(bound="lower") <= inner.sel(bound="lower") + 1e-12).all())
+        assert bool((outer.sel(bound="upper") >= inner.sel(bound="upper") - 1e-12).all())
+        assert outer.attrs["band"].startswith("simultaneous") and outer.attrs["level"] == 0.9
+        assert outer.attrs["critical_value"] > outer.attrs["pointwise_z"]
+    cmc = bioxr.bootstrap.cmc_interval(cube, max_rank=4, n_replicates=1000, seed=2, simultaneous=True)
+    assert bool((cmc.cmc_band.diff("bound") >= cmc.cmc_interval.diff("bound") - 1e-12).all())

@@ -70,25 +70,15 @@ def bootstrap_rate_interval(
     >>> res = bootstrap_rate_interval(xr.zeros_like(m.isel(individual=[0] * 200)),
     ...                               xr.full_like(m.isel(individual=[0] * 200), 5), n_replicates=1000)
     >>> res.rate_interval.round(4).values.tolist(), str(res.rate_bound_kind.values)
-    ([0.0, 0.015], 'one-sided upper (no errors)')
+    ([0.0, 0.015], 'one-sided upper (zero errors)')
     """
     level = check_level(level)
     check_interval(interval)
     n_replicates = check_replicates(n_replicates, level=level)
     if dim not in errors.dims or dim not in attempts.dims:
         raise ValueError(f"errors and attempts need the dimension {dim!r}.")
-    errors, attempts = xr.broadcast(errors, attempts)
-    other = [d for d in errors.dims if d != dim]
-    e = errors.transpose(dim, *other)
-    m = attempts.transpose(dim, *other)
-    n = e.sizes[dim]
-    w = _counts(subject_draws(n, n_replicates, seed=seed), n)  # (B, n)
-    flat_e = np.asarray(e.values, dtype=np.float32).reshape(n, -1)
-    flat_m = np.asarray(m.values, dtype=np.float32).reshape(n, -1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        reps = (w @ flat_e).astype(np.float64) / (w @ flat_m).astype(np.float64)  # (B, rest)
-        trials = flat_m.sum(axis=0, dtype=np.float64)
-        rate = flat_e.sum(axis=0, dtype=np.float64) / trials
+    e, other, reps, rate, trials = _rate_replicates(errors, attempts, dim, n_replicates, seed)
+    flat_m = np.asarray(e["m"].values, dtype=np.float32).reshape(e.sizes[dim], -1)
     units = (flat_m > 0).sum(axis=0)
     n_eff = effective_count(rate, reps, trials, units)
     bounds = rate_bounds(rate, reps, trials, n_eff, level=level, interval=interval)  # (rest, 2)
@@ -112,6 +102,22 @@ def bootstrap_rate_interval(
     return out
 
 
+def _rate_replicates(errors, attempts, dim, n_replicates, seed):
+    """Replicate rates ``(B, rest)``, point rates, trials; and the aligned counts (a Dataset ``e``, ``m``)."""
+    errors, attempts = xr.broadcast(errors, attempts)
+    other = [d for d in errors.dims if d != dim]
+    both = xr.Dataset({"e": errors.transpose(dim, *other), "m": attempts.transpose(dim, *other)})
+    n = both.sizes[dim]
+    w = _counts(subject_draws(n, n_replicates, seed=seed), n)  # (B, n)
+    flat_e = np.asarray(both["e"].values, dtype=np.float32).reshape(n, -1)
+    flat_m = np.asarray(both["m"].values, dtype=np.float32).reshape(n, -1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reps = (w @ flat_e).astype(np.float64) / (w @ flat_m).astype(np.float64)  # (B, rest)
+        trials = flat_m.sum(axis=0, dtype=np.float64)
+        rate = flat_e.sum(axis=0, dtype=np.float64) / trials
+    return both, other, reps, rate, trials
+
+
 def _per_subject(values: np.ndarray, subjects: np.ndarray, weights=None):
     """Sum rows of ``values`` (probe, ...) per subject: (individual, ...) and the subject labels."""
     codes, labels = pd.factorize(subjects, sort=True)  # the order of the data is no matter
@@ -122,7 +128,7 @@ def _per_subject(values: np.ndarray, subjects: np.ndarray, weights=None):
 
 def cmc_interval(
     obj, *, max_rank: int | None = None, n_replicates: int = 2000, level: float = 0.95, seed=0,
-    interval: str = "effective",
+    interval: str = "effective", simultaneous: bool = False,
 ) -> xr.Dataset:
     """The CMC with pointwise subject-bootstrap intervals (closed set, Annex F ties).
 
@@ -139,6 +145,11 @@ def cmc_interval(
     interval : {"effective", "percentile"}, keyword-only
         As in :func:`bootstrap_rate_interval`; where every search finds its
         mate by a rank the bound is one-sided (lower), on the subjects.
+    simultaneous : bool, keyword-only
+        Also give ``cmc_band``, a family-wise band over the ranks: the
+        whole CMC inside with probability about ``level`` (the studentised
+        max-modulus envelope of the same replicates on the probit scale,
+        never narrower than the pointwise interval; attrs ``band``).
 
     Returns
     -------
@@ -185,6 +196,15 @@ def cmc_interval(
                **{k: curve.attrs[k] for k in ("candidate_list_length", "rank_unit") if k in curve.attrs},
                "band": "pointwise in rank, subjects resampled with all their searches"},
     )
+    if simultaneous:
+        from .._core import simultaneous_band
+
+        _, _, reps, _, _ = _rate_replicates(found_da, searches_da, "individual", boot.attrs["n_replicates"], seed)
+        band = simultaneous_band(
+            xr.DataArray(reps, dims=("replicate", "rank"), coords={"rank": ranks}), curve["cmc"], level=boot.attrs["level"],
+            along="rank", n=boot["n_eff"], floor=out["cmc_interval"],
+        )
+        out["cmc_band"] = band
     return out
 
 
