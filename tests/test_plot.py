@@ -489,6 +489,126 @@ def test_cmc_chart_band_from_per_subject_counts(searches):
         plot.cmc_chart(cmc, band=band.rename(rank="position"))
 
 
+# ------------------------------------------------------------ simultaneous bands
+
+
+_SIM_LABEL, _PW_LABEL = "95% simultaneous band", "95% pointwise band"
+
+
+def _sim_attrs(c=3.1, level=0.95):
+    return {"band": "simultaneous (max-modulus, studentised on the probit scale)", "level": level,
+            "critical_value": c, "pointwise_z": 1.959964}
+
+
+@pytest.fixture(scope="module")
+def gauss_both(gauss, gauss_band):
+    """The pointwise band of gauss_band with the joint simultaneous band of the same replicates beside it."""
+    cube, _, _ = gauss
+    reps = bioxr.bootstrap.bootstrap_replicates(cube, n_replicates=200, seed=1)  # gauss_band's replicates
+    rate = pd.Index(["fmr", "fnmr"], name="rate")
+    sim = bioxr._core.simultaneous_band(
+        xr.concat([reps.fmr, reps.fnmr], dim=rate), xr.concat([reps.fmr_point, reps.fnmr_point], dim=rate),
+        level=0.95, along=("rate", "threshold"),
+        floor=xr.concat([gauss_band.fmr_interval, gauss_band.fnmr_interval], dim=rate))
+    return gauss_band.assign(fmr_band=sim.sel(rate="fmr", drop=True), fnmr_band=sim.sel(rate="fnmr", drop=True))
+
+
+def test_det_chart_draws_the_simultaneous_band_from_its_own_variables():
+    # the toy rectangles of the pointwise test as the simultaneous band; a narrower pointwise band inside
+    sim = _toy_band([[0.5, 0.7], [0.2, 0.4], [0.05, 0.1]], [[0.01, 0.03], [0.05, 0.1], [0.2, 0.3]])
+    pointwise = _toy_band([[0.55, 0.65], [0.25, 0.35], [0.06, 0.09]], [[0.015, 0.025], [0.06, 0.09], [0.22, 0.28]])
+    band = pointwise.assign(fmr_band=sim.fmr_interval.assign_attrs(_sim_attrs(level=0.95)),
+                            fnmr_band=sim.fnmr_interval.assign_attrs(_sim_attrs(level=0.95)))
+    det = _toy_det([0.6, 0.3, 0.08], [0.02, 0.07, 0.25])
+    spec = plot.det_chart(det, band=band, limits=(0.001, 0.9)).to_dict()
+    shade = _layers(spec)[1]
+    rows = sorted(_data(spec, shade), key=lambda r: r["order"])
+    labels = ["95% simultaneous band", "90% pointwise band"]  # each kind's own level
+    assert [r["band"] for r in rows[:13]] == [labels[0]] * 13 and {r["band"] for r in rows[13:]} == {labels[1]}
+    assert [(r["fmr"], r["fnmr"]) for r in rows[:13]] == [
+        (0.7, 0.01), (0.7, 0.03), (0.4, 0.03), (0.4, 0.1), (0.1, 0.1), (0.1, 0.3), (0.05, 0.3), (0.05, 0.2),
+        (0.2, 0.2), (0.2, 0.05), (0.5, 0.05), (0.5, 0.01), (0.7, 0.01)]
+    assert min(r["fmr"] for r in rows[13:]) == 0.06 and max(r["fmr"] for r in rows[13:]) == 0.65
+    # one polygon per kind, told apart by opacity, with a legend naming each
+    detail = shade["encoding"]["detail"]
+    assert [d["field"] for d in (detail if isinstance(detail, list) else [detail])] == ["band"]
+    opacity = shade["encoding"]["opacity"]
+    assert opacity["field"] == "band" and opacity["scale"]["domain"] == labels
+    low, high = opacity["scale"]["range"]
+    assert 0 < low < high <= 0.3 and shade["mark"]["fillOpacity"] == 1
+    assert opacity["legend"]["title"] is None
+    subtitle = spec["title"]["subtitle"]
+    assert subtitle[-4:] == [
+        "Light band: 95% simultaneous band of FMR and FNMR, all thresholds at once",
+        "(max-modulus, studentised on the probit scale: c = 3.10 against the pointwise z = 1.96)",
+        "Darker band: 90% pointwise percentile intervals of FMR and FNMR at each threshold",
+        "subject bootstrap: whole subjects resampled, 300 replicates"]
+    # the simultaneous band alone: one legend entry, "Band:"
+    alone = plot.det_chart(det, band=band.drop_vars(["fmr_interval", "fnmr_interval"]), limits=(0.001, 0.9)).to_dict()
+    assert _layers(alone)[1]["encoding"]["opacity"]["scale"]["domain"] == labels[:1]
+    assert alone["title"]["subtitle"][-3].startswith("Band: 95% simultaneous band of FMR and FNMR")
+    with pytest.raises(ValueError, match="lacks"):
+        plot.det_chart(det, band=band.drop_vars("fnmr_band"))
+
+
+def test_det_and_roc_charts_with_the_joint_band_of_the_subject_bootstrap(gauss, gauss_both):
+    _, det, eer = gauss
+    spec = plot.det_chart(det, eer=eer, band=gauss_both).to_dict()
+    assert [layer["mark"]["type"] for layer in _layers(spec)] == ["line", "line", "line", "point", "text"]
+    rows = pd.DataFrame(_data(spec, _layers(spec)[1]))
+    assert list(dict.fromkeys(rows["band"])) == [_SIM_LABEL, _PW_LABEL]
+    sim, pw = rows[rows.band == _SIM_LABEL], rows[rows.band == _PW_LABEL]
+    finite = gauss_both.fmr_band.where(np.isfinite(gauss_both.fnmr_band))
+    assert sim.fmr.min() == pytest.approx(float(finite.min())) and sim.fmr.max() == pytest.approx(float(finite.max()))
+    assert sim.fnmr.max() >= pw.fnmr.max() and sim.fnmr.min() <= pw.fnmr.min()  # it contains the pointwise band
+    c = gauss_both.fmr_band.attrs["critical_value"]
+    assert f"c = {c:.2f} against the pointwise z = 1.96" in spec["title"]["subtitle"][-3]
+    roc = plot.roc_chart(det, band=gauss_both).to_dict()
+    shade = _layers(roc)[0]
+    assert shade["encoding"]["opacity"]["scale"]["domain"] == [_SIM_LABEL, _PW_LABEL]
+    assert all(r["tmr"] == pytest.approx(1 - r["fnmr"], abs=1e-9) or r["tmr"] in (1e-12, 1 - 1e-12)
+               for r in _data(roc, shade))
+    assert "Light band: 95% simultaneous band of FMR and TMR, all thresholds at once" in roc["title"]["subtitle"]
+
+
+def test_cmc_chart_with_a_simultaneous_band(searches):
+    _, out = searches
+    cmc = bioxr.identification.cmc_curve(out).sel(rank=slice(1, 10))
+    ranks = cmc["rank"]
+    found = ((ranks - out.mated_rank_min + 1) / (out.mated_rank_max - out.mated_rank_min + 1)).clip(0, 1)
+    per_subject = xr.Dataset({"found": found.fillna(0), "searches": out.mated_rank_min.notnull()}) \
+        .stack(search=list(out.mated_rank_min.dims)).groupby("subject").sum()
+    n = per_subject.sizes["subject"]
+    w = np.random.default_rng(3).multinomial(n, np.full(n, 1 / n), size=400)  # the subject bootstrap
+    reps = xr.DataArray(w @ per_subject.found.transpose("subject", "rank").values
+                        / (w @ per_subject.searches.values)[:, None], dims=("replicate", "rank"),
+                        coords={"rank": ranks.values})
+    pointwise = bioxr.bootstrap.bootstrap_rate_interval(per_subject.found, per_subject.searches, dim="subject",
+                                                        n_replicates=400, seed=0)
+    sim = bioxr._core.simultaneous_band(reps, cmc.cmc, level=0.95, along="rank", n=n, floor=pointwise.rate_interval)
+    band = pointwise.assign(rate_band=sim)
+    spec = plot.cmc_chart(cmc, band=band).to_dict()
+    shade = _layers(spec)[0]
+    assert shade["mark"]["type"] == "area" and shade["encoding"]["opacity"]["scale"]["domain"] == [_SIM_LABEL, _PW_LABEL]
+    rows = pd.DataFrame(_data(spec, shade))
+    assert rows.band.tolist() == [_SIM_LABEL] * 10 + [_PW_LABEL] * 10
+    assert rows.lower[:10].tolist() == pytest.approx(sim.sel(bound="lower").values.tolist())
+    lo, hi = pointwise.rate_interval.sel(rank=1).values  # the rank-1 label keeps the pointwise interval
+    assert _data(spec, _layers(spec)[4])[0]["label"] == f"rank 1: {float(cmc.cmc.sel(rank=1)):.2%} ({lo:.1%} to {hi:.1%})"
+    assert "Light band: 95% simultaneous band of the identification rate, all ranks at once" in spec["title"]["subtitle"]
+    assert min(rows.lower) >= _layers(spec)[1]["encoding"]["y"]["scale"]["domain"][0]
+    alone = plot.cmc_chart(cmc, band=xr.Dataset({"cmc_band": sim})).to_dict()
+    lo, hi = sim.sel(rank=1).values
+    assert _data(alone, _layers(alone)[4])[0]["label"].endswith(f"({lo:.1%} to {hi:.1%}, simultaneous)")
+
+
+def test_simultaneous_band_charts_render_to_png(tmp_path, gauss, gauss_both):
+    _, det, eer = gauss
+    for name, chart in {"det": plot.det_chart(det, eer=eer, band=gauss_both),
+                        "roc": plot.roc_chart(det, band=gauss_both)}.items():
+        assert plot.save_png(chart, tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 # ------------------------------------------------------------ design study -
 
 

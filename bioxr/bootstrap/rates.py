@@ -192,7 +192,7 @@ def cmc_interval(
             "n_probes": curve["n_probes"],
             "n_subjects": len(labels),
         },
-        attrs={**boot.attrs, "tie_rule": curve.attrs["tie_rule"], "seed": str(seed),
+        attrs={**boot.attrs, "unit": "subject", "tie_rule": curve.attrs["tie_rule"], "seed": str(seed),
                **{k: curve.attrs[k] for k in ("candidate_list_length", "rank_unit") if k in curve.attrs},
                "band": "pointwise in rank, subjects resampled with all their searches"},
     )

@@ -8,7 +8,7 @@ import xarray as xr
 
 from ._axes import (_AXIS, _RATE_FORMAT, SIZE, _check_curve, _color, _det_axes, _fill, _order_rows, _points_text,
                     _series_frame, _title)
-from .uncertainty import _BAND_OPACITY, _band_text, _rank_band_frame
+from .uncertainty import _BAND_OPACITY, _band_text, _kind_encoding, _rank_band_frame
 
 __all__ = ["cmc_chart", "open_set_chart"]
 
@@ -47,7 +47,11 @@ def cmc_chart(cmc: xr.Dataset, *, band: xr.Dataset | None = None, max_rank: int 
         :func:`bioxr.bootstrap.bootstrap_rate_interval` on per-subject
         counts of searches found at or below each rank (the same replicate
         weights for every rank). The subtitle names its method, level and
-        replicates from ``attrs``.
+        replicates from ``attrs``. A simultaneous band ``cmc_band`` (from
+        :func:`bioxr._core.simultaneous_band` over ``rank``: the whole
+        curve at once) beside or instead of it is shaded lighter, and a
+        legend names each ("95% simultaneous band", "95% pointwise band");
+        its critical value is in the subtitle.
     max_rank : int, optional, keyword-only
         Highest rank drawn; default every rank in ``cmc``.
     xscale : {"auto", "linear", "log"}, keyword-only
@@ -113,11 +117,12 @@ def cmc_chart(cmc: xr.Dataset, *, band: xr.Dataset | None = None, max_rank: int 
         yaxis = alt.Axis(format="~%", title="Identification rate (mate at or below the rank)", **_AXIS)
         y = alt.Y("cmc:Q", scale=alt.Scale(domain=[ylo, 1], nice=False), axis=yaxis)
         detail = [alt.Detail(f"{series}:N")] if series else []
+        kinds = [alt.Detail("band:N"), *_kind_encoding(shade)] if "band" in shade else []
         layers.append(alt.Chart(shade).mark_area(opacity=_BAND_OPACITY, clip=True, interpolate="linear").encode(
             x, alt.Y("lower:Q", scale=alt.Scale(domain=[ylo, 1], nice=False), axis=yaxis), alt.Y2("upper:Q"), *detail,
-            fill=_fill(frame, series),
+            *kinds, fill=_fill(frame, series),
             tooltip=[alt.Tooltip("rank:Q", format="d"), alt.Tooltip("lower:Q", format=".2%"),
-                     alt.Tooltip("upper:Q", format=".2%")]))
+                     alt.Tooltip("upper:Q", format=".2%")] + ([alt.Tooltip("band:N")] if kinds else [])))
         band_text = _band_text(band, "the identification rate at each rank")
     layers.append(alt.Chart(frame).mark_line(strokeWidth=2, clip=True).encode(x=x, y=y, color=color, tooltip=tooltip))
     per_curve = len(frame) / n_series
@@ -127,9 +132,13 @@ def cmc_chart(cmc: xr.Dataset, *, band: xr.Dataset | None = None, max_rank: int 
     first = first.assign(label=[f"rank 1: {v:.2%}" for v in first["cmc"]])
     if band is not None and not series:
         at1 = shade[shade["rank"] == 1]
+        if "band" in at1 and at1["band"].nunique() > 1:  # the pointwise interval beside the rate
+            at1 = at1[at1["band"] == at1["band"].iloc[-1]]
         if len(at1) == 1:  # the rank-1 interval beside the rate
+            which = ", simultaneous" if "band" in at1 and "simultaneous" in str(at1["band"].iloc[0]) else ""
             first = first.assign(label=f"rank 1: {float(first['cmc'].iloc[0]):.2%} "
-                                       f"({float(at1['lower'].iloc[0]):.1%} to {float(at1['upper'].iloc[0]):.1%})")
+                                       f"({float(at1['lower'].iloc[0]):.1%} to {float(at1['upper'].iloc[0]):.1%}"
+                                       f"{which})")
     layers.append(alt.Chart(first).mark_point(filled=True, size=90, shape="diamond", stroke="black", strokeWidth=1)
                   .encode(x=x, y=y, color=color, tooltip=tooltip))
     if 0 < len(first) <= 3:

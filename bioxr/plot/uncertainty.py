@@ -10,7 +10,13 @@
 The band helpers turn bootstrap results into layers that
 :func:`bioxr.plot.det_chart`, :func:`bioxr.plot.roc_chart` and
 :func:`bioxr.plot.cmc_chart` draw under their curves, and write the
-subtitle line saying what the band is.
+subtitle lines saying what each band is. A band Dataset holds pointwise
+intervals (``fmr_interval``, ``fnmr_interval``, ``cmc_interval``), a
+simultaneous band (``fmr_band``, ``fnmr_band``, ``cmc_band`` from
+:func:`bioxr._core.simultaneous_band`, attrs ``band``, ``level``,
+``critical_value``), or both: the simultaneous band is drawn light, the
+pointwise one darker inside it, and a legend names them ("95% simultaneous
+band", "95% pointwise band").
 """
 
 from __future__ import annotations
@@ -47,15 +53,86 @@ def _check_band(band, variables, what: str, along: str) -> None:
         raise ValueError("band= needs a 'bound' coordinate with the labels 'lower' and 'upper'.")
 
 
+#: The simultaneous band beside each pointwise interval variable (from :func:`bioxr._core.simultaneous_band`).
+_SIMULTANEOUS = {"fmr_interval": "fmr_band", "fnmr_interval": "fnmr_band", "cmc_interval": "cmc_band",
+                 "rate_interval": "rate_band"}
+#: Fill opacity of each kind: the wide simultaneous band light, the pointwise one (inside it) darker.
+_KIND_OPACITY = {"simultaneous": 0.13, "pointwise": _BAND_OPACITY}
+
+
+def _band_kinds(band, pointwise: tuple[str, ...], what: str, along: str) -> list[tuple[str, str, tuple[str, ...]]]:
+    """The bands a Dataset holds, the simultaneous one first: ``(kind, legend label, variables)``.
+
+    A kind is drawn when any of its variables is present (all of them must
+    be); ``*_interval`` variables are pointwise, ``*_band`` ones
+    simultaneous. With neither, the pointwise variables are asked for.
+    """
+    if not isinstance(band, xr.Dataset):
+        raise TypeError(f"band= takes a Dataset ({what}), got {type(band).__name__}.")
+    simultaneous = tuple(_SIMULTANEOUS[v] for v in pointwise)
+    kinds = []
+    for kind, names in (("simultaneous", simultaneous), ("pointwise", pointwise)):
+        if any(v in band for v in names):
+            _check_band(band, names, what, along)
+            kinds.append((kind, _kind_label(band, kind, names), names))
+    if not kinds:
+        _check_band(band, pointwise, what, along)  # raises: says what is missing
+    return kinds
+
+
+def _kind_label(band: xr.Dataset, kind: str, names) -> str:
+    """The legend label of a band: "95% simultaneous band", "95% pointwise band"."""
+    level = band[names[0]].attrs.get("level", band.attrs.get("level"))
+    return f"{float(level):.0%} {kind} band" if level is not None else f"{kind} band"
+
+
+def _simultaneous_text(band: xr.Dataset, names, what: str, lead: str) -> list[str]:
+    """Subtitle lines of a simultaneous band: its level and reach, then its method and c against the pointwise z."""
+    attrs = band[names[0]].attrs
+    level = attrs.get("level", band.attrs.get("level"))
+    label = str(attrs.get("band", "simultaneous"))
+    how = label[label.find("(") + 1 : label.rfind(")")] if "(" in label else ""
+    cs = [float(v) for name in names for v in np.atleast_1d(band[name].attrs.get("critical_value", []))]
+    z = attrs.get("pointwise_z")
+    critical = ""
+    if cs:
+        lo, hi = min(cs), max(cs)
+        critical = f"c = {lo:.2f}" if np.isclose(lo, hi) else f"c = {lo:.2f} to {hi:.2f}"
+        critical += f" against the pointwise z = {float(z):.2f}" if z is not None else ""
+    subject = what.replace(" at each threshold", ", all thresholds at once").replace(" at each rank", ", all ranks at once")
+    head = " ".join(t for t in (lead, f"{float(level):.0%}" if level is not None else "", f"simultaneous band of {subject}")
+                    if t)
+    detail = ": ".join(t for t in (how, critical) if t)
+    return [head, f"({detail})" if detail else ""]
+
+
+def _interval_name(text: str) -> str:
+    """A few words naming a pointwise interval from its attrs text (which may run to a sentence)."""
+    if text.startswith("percentile"):
+        return "percentile"
+    if text.startswith("binomial interval on the effective count"):
+        return "effective-count binomial"
+    return re.split(r"[,;(]", text)[0].strip()
+
+
 def _band_text(band: xr.Dataset, what: str) -> list[str]:
-    """Two subtitle lines saying what the shaded band is: the intervals, then how they were resampled."""
+    """Subtitle lines saying what the shaded bands are: each band, then how they were resampled."""
     a = band.attrs
     level = a.get("level")
     method = str(a.get("method", ""))
     unit = a.get("unit") or (re.search(r"bootstrap over (\w+)", method) or [None, None])[1]
-    interval = a.get("interval") or ("percentile" if "percentile" in method else "")
-    head = " ".join(t for t in ("Band:", f"{float(level):.0%}" if level is not None else "", "pointwise", interval,
-                                f"intervals of {what}") if t)
+    interval = _interval_name(str(a.get("interval") or ("percentile" if "percentile" in method else "")))
+    simultaneous = [v for v in _SIMULTANEOUS.values() if v in band]
+    pointwise = [v for v in _SIMULTANEOUS if v in band]
+    both = bool(simultaneous and pointwise)
+    lines = []
+    if simultaneous:
+        lines += _simultaneous_text(band, simultaneous, what, "Light band:" if both else "Band:")
+    if pointwise or not simultaneous:
+        level = band[pointwise[0]].attrs.get("level", level) if pointwise else level
+        lines.append(" ".join(t for t in ("Darker band:" if both else "Band:",
+                                          f"{float(level):.0%}" if level is not None else "", "pointwise",
+                                          interval, f"intervals of {what}") if t))
     if unit:
         how = f"{unit} bootstrap: whole {unit}s resampled"
         if int(a.get("two_level", 0) or 0):
@@ -63,7 +140,7 @@ def _band_text(band: xr.Dataset, what: str) -> list[str]:
     else:
         how = method or "method not recorded"
     n = a.get("n_replicates")
-    return [head, how + (f", {int(n):,} replicates" if n is not None else "")]
+    return [*lines, how + (f", {int(n):,} replicates" if n is not None else "")]
 
 
 def _rate_band_frame(band: xr.Dataset, series: str | None, *, tmr: bool = False) -> pd.DataFrame:
@@ -75,12 +152,33 @@ def _rate_band_frame(band: xr.Dataset, series: str | None, *, tmr: bool = False)
     curve; their union is traced as a staircase: up and left along the
     upper-right corners, back down and right along the lower-left ones.
     Columns ``fmr`` and ``fnmr`` (or ``tmr``), ``order`` and the series.
+    With a simultaneous band (``fmr_band``, ``fnmr_band``) beside or
+    instead of the pointwise one, each band is a polygon of its own and a
+    ``band`` column holds its legend label, the simultaneous band first.
     """
-    _check_band(band, ("fmr_interval", "fnmr_interval"), "from bioxr.bootstrap.bootstrap_curve", "threshold")
+    kinds = _band_kinds(band, ("fmr_interval", "fnmr_interval"), "from bioxr.bootstrap.bootstrap_curve", "threshold")
     similarity = band.attrs.get("score_kind", "similarity") != "distance"
-    names = {"fmr_interval": "fmr", "fnmr_interval": "fnmr"}
+    labelled = [kind for kind, _, _ in kinds] != ["pointwise"]  # a pointwise band alone keeps its old look
     parts = []
-    kept = [d for d in band["fmr_interval"].dims if d not in ("threshold", "bound")]
+    for _, label, (fmr_var, fnmr_var) in kinds:
+        for frame in _polygons(band, {fmr_var: "fmr", fnmr_var: "fnmr"}, series, similarity):
+            if labelled:
+                frame["band"] = label
+            parts.append(frame)
+    if not parts:
+        raise ValueError("band= holds no finite interval.")
+    frame = pd.concat(parts, ignore_index=True)
+    if tmr:
+        frame["tmr"] = 1.0 - frame["fnmr"]
+    frame["order"] = np.arange(len(frame))
+    return frame
+
+
+def _polygons(band: xr.Dataset, names: dict, series: str | None, similarity: bool) -> list[pd.DataFrame]:
+    """One staircase polygon per series of the rectangles of ``names`` (variable -> "fmr" / "fnmr")."""
+    parts = []
+    first = next(iter(names))
+    kept = [d for d in band[first].dims if d not in ("threshold", "bound")]
     if kept and series is None:
         raise ValueError(f"band= has dims {kept} but the curve has one series: compute both over the same dims.")
     groups = [((), band)] if not kept else list(band.stack(_series=kept).groupby("_series"))
@@ -109,13 +207,21 @@ def _rate_band_frame(band: xr.Dataset, series: str | None, *, tmr: bool = False)
             frame[series] = (", ".join(str(labels[d]) for d in kept) if len(kept) > 1
                              else labels[kept[0]])
         parts.append(frame)
-    if not parts:
-        raise ValueError("band= holds no finite interval.")
-    frame = pd.concat(parts, ignore_index=True)
-    if tmr:
-        frame["tmr"] = 1.0 - frame["fnmr"]
-    frame["order"] = np.arange(len(frame))
-    return frame
+    return parts
+
+
+def _kind_encoding(frame: pd.DataFrame) -> list:
+    """Opacity by band kind with its legend ("95% simultaneous band", ...), when the frame has kinds.
+
+    (Vega-Lite draws a legend for ``opacity``, not for a nominal ``fillOpacity``.)
+    """
+    if "band" not in frame:
+        return []
+    labels = list(dict.fromkeys(frame["band"]))
+    opacity = [_KIND_OPACITY["simultaneous" if "simultaneous" in lab else "pointwise"] for lab in labels]
+    legend = alt.Legend(title=None, orient="bottom", direction="horizontal", symbolType="square", symbolSize=200,
+                        symbolStrokeWidth=0, symbolFillColor="#1f77b4", labelLimit=260, **_LEGEND)
+    return [alt.Opacity("band:N", scale=alt.Scale(domain=labels, range=opacity), legend=legend)]
 
 
 def _rate_band_layer(frame: pd.DataFrame, rates: tuple[str, str], x_enc: alt.X, y_enc: alt.Y, series: str | None,
@@ -133,21 +239,35 @@ def _rate_band_layer(frame: pd.DataFrame, rates: tuple[str, str], x_enc: alt.X, 
         frame["x"], frame["y"] = to_plot(frame[rates[0]]), to_plot(frame[rates[1]])
     fill = _fill(curve_frame, series)
     detail = [alt.Detail(f"{series}:N")] if series else []
-    return alt.Chart(frame).mark_line(clip=True, strokeWidth=0, fillOpacity=_BAND_OPACITY, interpolate="linear").encode(
-        x_enc, y_enc, *detail, fill=fill, order="order:Q")
+    if "band" in frame:
+        detail.append(alt.Detail("band:N"))
+    opacity = _BAND_OPACITY if "band" not in frame else 1.0  # else the encoded opacity of each kind
+    return alt.Chart(frame).mark_line(clip=True, strokeWidth=0, fillOpacity=opacity, interpolate="linear").encode(
+        x_enc, y_enc, *detail, *_kind_encoding(frame), fill=fill, order="order:Q")
 
 
 def _rank_band_frame(band: xr.Dataset, series: str | None, ranks) -> pd.DataFrame:
-    """Lower and upper identification rate per rank, from a bootstrap over individuals."""
-    var = "cmc_interval" if "cmc_interval" in band else "rate_interval"
-    _check_band(band, (var,), "from bioxr.bootstrap.bootstrap_rate_interval over rank", "rank")
-    wide = band[var].to_dataset(dim="bound")
-    frame, band_series = _series_frame(wide, ("lower", "upper"), along="rank")
-    if band_series != series:
-        raise ValueError(f"band= is over {band_series or 'no kept dim'} but the curve over {series or 'no kept dim'}: "
-                         "compute both over the same dims.")
-    frame = frame.dropna(subset=["lower", "upper"])
-    return frame[frame["rank"].isin(list(ranks))]
+    """Lower and upper identification rate per rank, from a bootstrap over individuals.
+
+    With a simultaneous band (``cmc_band``) beside or instead of the
+    pointwise interval, a ``band`` column holds each row's legend label, the
+    simultaneous band's rows first.
+    """
+    var = "cmc_interval" if ("cmc_interval" in band or "cmc_band" in band) else "rate_interval"
+    kinds = _band_kinds(band, (var,), "from bioxr.bootstrap.bootstrap_rate_interval over rank", "rank")
+    parts = []
+    for kind, label, (name,) in kinds:
+        wide = band[name].to_dataset(dim="bound")
+        frame, band_series = _series_frame(wide, ("lower", "upper"), along="rank")
+        if band_series != series:
+            raise ValueError(f"band= is over {band_series or 'no kept dim'} but the curve over "
+                             f"{series or 'no kept dim'}: compute both over the same dims.")
+        frame = frame.dropna(subset=["lower", "upper"])
+        frame = frame[frame["rank"].isin(list(ranks))]
+        if [k for k, _, _ in kinds] != ["pointwise"]:  # a pointwise band alone keeps its old look
+            frame = frame.assign(band=label)
+        parts.append(frame)
+    return pd.concat(parts, ignore_index=True)
 
 
 # ------------------------------------------------------------ design study -

@@ -42,7 +42,10 @@ def det_chart(det: xr.Dataset, *, eer: xr.Dataset | None = None, band: xr.Datase
         a rectangle in which that threshold's operating point lies; the
         shaded band is the union of these rectangles, drawn under the curve.
         It is pointwise (each threshold at the band's level, not all at
-        once); the subtitle says the method, level and replicates.
+        once). With ``fmr_band`` and ``fnmr_band`` (``simultaneous=True``)
+        the simultaneous band, the whole curve at once, is drawn lighter
+        around it. The subtitle says which band is which, the method,
+        level and replicates.
     axes : {"probit", "loglog"}, keyword-only
         Normal-deviate axes (the DET convention) or logarithmic axes.
     limits : (float, float), optional, keyword-only
@@ -71,7 +74,7 @@ def det_chart(det: xr.Dataset, *, eer: xr.Dataset | None = None, band: xr.Datase
     >>> [layer["mark"]["type"] for layer in spec["layer"]]
     ['line', 'line', 'line']
     >>> spec["title"]["subtitle"][-2:]
-    ['Band: 95% pointwise percentile intervals of FMR and FNMR at each threshold', 'subject bootstrap: whole subjects resampled, 200 replicates']
+    ['Band: 95% pointwise effective-count binomial intervals of FMR and FNMR at each threshold', 'subject bootstrap: whole subjects resampled, 200 replicates']
     """
     if axes not in ("probit", "loglog"):
         raise ValueError(f"axes={axes!r}; choose 'probit' or 'loglog'.")
