@@ -19,7 +19,7 @@ them. Topic modules hold the pure functions:
 - :mod:`bioxr.bootstrap`: subject bootstrap by sufficient statistics;
 - :mod:`bioxr.design`: the Micheals-Boult study of which sample design the data follow;
 - :mod:`bioxr.generative`: specificity and generalisation of a generative model;
-- :mod:`bioxr.demographics`: FNMR differentials across groups (bootstrap F test, margin of error, FDR, GARBE);
+- :mod:`bioxr.demographics`: FNMR differentials across groups (bootstrap test and margins under equal FNMR, FDR, GARBE);
 - :mod:`bioxr.plot` (Altair charts), :mod:`bioxr.widgets` (ipywidgets
   explorers), :mod:`bioxr.report` (templates into HTML reports) and
   :mod:`bioxr.io` load on first use, so ``import bioxr`` stays light.

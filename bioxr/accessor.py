@@ -297,17 +297,20 @@ class BioAccessor:
         return _demographics.group_counts(self._obj, threshold, by=by, group=group, dim=dim)
 
     def differential_test(
-        self, *, group: str = "group", n_replicates: int = 2000, seed=0, dim: str = "individual"
+        self, *, group: str = "group", null: str = "equal-rate", n_replicates: int = 2000, seed=0,
+        dim: str = "individual"
     ) -> xr.Dataset:
         """Bootstrap test of equal FNMR across groups; see :func:`bioxr.demographics.differential_test`."""
-        return _demographics.differential_test(self._obj, group=group, n_replicates=n_replicates, seed=seed, dim=dim)
+        return _demographics.differential_test(self._obj, group=group, null=null, n_replicates=n_replicates, seed=seed,
+                                               dim=dim)
 
     def margin_of_error(
-        self, *, group: str = "group", level: float = 0.95, n_replicates: int = 2000, seed=0, dim: str = "individual"
+        self, *, group: str = "group", null: str = "equal-rate", level: float = 0.95, n_replicates: int = 2000, seed=0,
+        dim: str = "individual"
     ) -> xr.Dataset:
         """Margin of error of group FNMRs around the pooled FNMR; see :func:`bioxr.demographics.margin_of_error`."""
         return _demographics.margin_of_error(
-            self._obj, group=group, level=level, n_replicates=n_replicates, seed=seed, dim=dim
+            self._obj, group=group, null=null, level=level, n_replicates=n_replicates, seed=seed, dim=dim
         )
 
     def gini(self, *, dim: str = "group") -> xr.DataArray:

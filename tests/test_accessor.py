@@ -510,6 +510,8 @@ CASES = [
     Case("group_counts", _cohort, (T,), {"by": "probe_id", "group": "cohort"}),
     Case("group_counts", _multi, (T,), {"dim": KEEP}),
     Case("differential_test", _person_counts, kwargs={"group": "cohort", "dim": "person", **B}),
+    Case("differential_test", _person_counts, kwargs={"group": "cohort", "null": "exchangeable", "dim": "person", **B}),
+    Case("margin_of_error", _person_counts, kwargs={"group": "cohort", "null": "exchangeable", "level": 0.8, "dim": "person", **B}),
     Case("margin_of_error", _person_counts, kwargs={"group": "cohort", "level": 0.8, "dim": "person", **B}),
     Case("gini", _group_rates, kwargs={"dim": "cohort"}),
     Case("gini", _cohort_rates, kwargs={"dim": "cohort"}),
