@@ -400,7 +400,7 @@ def test_html_shows_charts_numbers_and_provenance(simulated):
     assert "import altair as alt" not in page  # inputs are left out
     assert "mated</strong> and <strong>" in page
     assert "convention is <strong>" in page
-    assert "subject-bootstrap interval" in page and "effective size is" in page  # every number with its uncertainty
+    assert "subject-bootstrap interval" in page and "carries the uncertainty of that correlation, is" in page  # every number with its uncertainty
     assert "simulated, seed 3" in page  # provenance
     assert "numpy" in page and "eer_method" in page
 
