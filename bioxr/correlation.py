@@ -88,11 +88,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-import warnings
-
 from scipy import special
 
 from ._core import DesignWarning, check_level
+from ._core.designs import FEW_ERRING, FEW_INDIVIDUALS, warn_design
 from .cube import REFERENCE
 from .intervals import BOUND_KINDS, BOUND_RULE, DEFAULT_METHOD, INTERVAL_METHODS, RULE_OF_THREE, binomial_interval
 from .simulate import _entropy, _rng
@@ -111,9 +110,6 @@ __all__ = [
 #: Designs of :func:`clustered_interval` and :func:`fnmr_interval`; the first is the default.
 DESIGNS = ("beta-binomial", "icc", "binomial")
 INDIVIDUAL = "individual"
-#: Below this many effective individuals (Kish, ``N^2 / sum m_i^2``), or individuals with errors, a DesignWarning.
-FEW_INDIVIDUALS = 30
-FEW_ERRING = 3
 
 #: The measured coverage, in short (full tables: benchmarks/SMALL_RATES.md).
 COVERAGE_NOTE = "see benchmarks/SMALL_RATES.md"
@@ -483,7 +479,9 @@ def clustered_interval(
         "undefined_rho": _UNDEFINED_RHO,
     }
     names = ["rate", "rate_interval", "rho", "n_eff", "errors", "attempts", "n_individuals", "m0", "design_effect", "variance"]
-    _warn_design(counts, dim)
+    warn_design(counts["errors"], counts["attempts"], dim, variance_based=design == "icc",
+                what="the ICC design effect 1 + (m0 - 1) rho", rho=stats["rho"] if design == "icc" else None,
+                stacklevel=3)
     return stats[names]
 
 
@@ -770,38 +768,6 @@ def _posterior_bounds(hist, pm, pe, level):
         cdf /= cdf[:, -1:]
         bounds[:, k] = [np.interp(q, c, logit_grid) for c in cdf]
     return special.expit(bounds)
-
-
-def _warn_design(counts: xr.Dataset, dim) -> None:
-    """A DesignWarning where few individuals hold most attempts or errors come from very few individuals."""
-    m = counts["attempts"]
-    active = (m > 0).sum(dim)
-    big_n = m.sum(dim)
-    kish = big_n**2 / (m.astype(float) ** 2).sum(dim)
-    skewed = (kish < FEW_INDIVIDUALS) & (kish < active / 2)
-    erring = ((counts["errors"] > 0).sum(dim))
-    few = (counts["errors"].sum(dim) > 0) & (erring < FEW_ERRING)
-    messages = []
-    if bool(skewed.any()):
-        flat = m.transpose(..., dim).values.reshape(-1, m.sizes[dim])
-        first = int(np.flatnonzero(np.broadcast_to(skewed.values, m.shape[:-1] if m.ndim > 1 else ()).ravel())[0]) if m.ndim > 1 else 0
-        values = flat[first][flat[first] > 0]
-        heavy = values > 2 * values.mean()  # the people with far more attempts than the average
-        if not heavy.any():  # else the fewest people who hold half the attempts
-            heavy = values >= np.sort(values)[::-1][int(np.searchsorted(np.cumsum(np.sort(values)[::-1]), values.sum() / 2))]
-        share = values[heavy].sum() / values.sum()
-        cells = "" if skewed.size == 1 else f" (in {int(skewed.sum())} of {skewed.size} cells)"
-        messages.append(f"{int(heavy.sum())} of {values.size} individuals hold {share:.0%} of the attempts: the effective "
-                        f"number of individuals is {float(kish.where(skewed).min()):.0f}{cells}. No interval can "
-                        "cover as stated for every correlation with so few: spread the attempts over more people.")
-    if bool(few.any()):
-        n_cells = int(few.sum())
-        cells = "" if few.size == 1 else f" in {n_cells} of {few.size} cells"
-        low = int(erring.where(few).min())
-        messages.append(f"errors come from only {low} individual(s){cells}: the interval rests on so few independent "
-                        "events that its coverage depends on how errors cluster, which these data cannot show.")
-    if messages:
-        warnings.warn(" ".join(messages), DesignWarning, stacklevel=3)
 
 
 def _individual_coords(cube, template, reduced, label_dims, codes, n_ind, *, exclude) -> dict:

@@ -78,6 +78,9 @@ UNBALANCED = np.array([1, 2, 2, 3, 3, 4, 5, 8, 12, 20])
 BALANCED_M = 5
 ZERO_EXPECTED = 2.0  #: expected errors at the zero-error thresholds
 DISCRETE_BELOW = 5.0  #: expected (effective) error count below which a cell is discrete
+WARNED = "_warned"  #: key of a call's result: per experiment, whether the function's DesignWarning fires
+#: an entry that fails its coverage test passes if the function warns (as its docs say) in this share of experiments
+WARNED_ENOUGH = 0.5
 
 
 def _hash(*parts) -> int:
@@ -390,10 +393,28 @@ def call_binomial(batch: Batch, seed, n_replicates):
     return {"rate": _bounds(bioxr.intervals.binomial_interval(errors, trials, level=LEVEL))}
 
 
-def call_clustered(batch: Batch, seed, n_replicates):
-    counts = xr.Dataset({"errors": batch.errors, "attempts": batch.attempts})
-    res = bioxr.correlation.clustered_interval(counts, design="icc", level=LEVEL)
-    return {"rate": _bounds(res["rate_interval"].transpose("experiment", "bound"))}
+def _warned(batch: Batch, rho=None) -> np.ndarray:
+    """Per experiment: would the function's DesignWarning fire (its own predicate, bioxr._core.designs)?"""
+    from bioxr._core.designs import UNBALANCED, concentrated
+
+    flag = concentrated(batch.errors, batch.attempts, "individual")
+    if rho is not None:
+        m = batch.attempts.astype(float)
+        imbalance = float((m > 0).sum() * (m**2).sum() / m.sum() ** 2)
+        flag = flag | ((rho > 0.1) & (imbalance > UNBALANCED))
+    return np.asarray(flag.transpose("experiment").values, dtype=bool)
+
+
+def call_clustered(design: str):
+    def call(batch: Batch, seed, n_replicates):
+        counts = xr.Dataset({"errors": batch.errors, "attempts": batch.attempts})
+        res = bioxr.correlation.clustered_interval(counts, design=design, level=LEVEL)
+        out = {"rate": _bounds(res["rate_interval"].transpose("experiment", "bound"))}
+        if design == "icc":
+            out[WARNED] = _warned(batch, res["rho"])
+        return out
+
+    return call
 
 
 def call_bootstrap_rate(batch: Batch, seed, n_replicates):
@@ -415,7 +436,7 @@ def call_bootstrap_rate(batch: Batch, seed, n_replicates):
         a, b = _bounds(res["rate_interval"].transpose("experiment", "bound"))
         lo.append(a)
         hi.append(b)
-    return {"rate": (np.concatenate(lo), np.concatenate(hi))}
+    return {"rate": (np.concatenate(lo), np.concatenate(hi)), WARNED: _warned(batch)}
 
 
 def call_bootstrap_curve(cell: ScoreCell):
@@ -552,7 +573,9 @@ def _decision_entries() -> list[Entry]:
         common = dict(cell=cell, quantity="rate", truth=cell.pi, discrete=discrete)
         if cell.rho == 0 and cell.propensity == "beta":
             out.append(Entry("intervals.binomial_interval", "", call=call_binomial, **common))
-        out.append(Entry("correlation.clustered_interval", "design=icc", call=call_clustered, **common))
+        out.append(Entry("correlation.clustered_interval", "design=beta-binomial", call=call_clustered("beta-binomial"),
+                         test_experiments=400, **common))
+        out.append(Entry("correlation.clustered_interval", "design=icc", call=call_clustered("icc"), **common))
         out.append(Entry("bootstrap.bootstrap_rate_interval", "", call=call_bootstrap_rate, bootstrap=True,
                          test_experiments=400, test_replicates=400, study_replicates=1000, **common))
     return out
@@ -631,6 +654,7 @@ class Outcome:
     one_sided: float
     seconds: float
     hit: np.ndarray = field(default=None, repr=False)  # per experiment, in seed order
+    warned: float | None = None  # share of experiments where the function's DesignWarning fires (if it has one)
 
     @property
     def coverage(self) -> float:
@@ -648,15 +672,26 @@ class Outcome:
         return float(stats.binomtest(self.hits, self.experiments, LEVEL, alternative=alternative).pvalue)
 
     @property
-    def passed(self) -> bool:
+    def covers(self) -> bool:
         return self.p_value >= ALPHA
+
+    @property
+    def warns(self) -> bool:
+        """The function warns that its interval cannot cover here, in at least WARNED_ENOUGH of the experiments."""
+        return self.warned is not None and self.warned >= WARNED_ENOUGH
+
+    @property
+    def passed(self) -> bool:
+        """Covers, or says it cannot: where the docs say no interval of this kind covers, it warns."""
+        return self.covers or self.warns
 
     def summary(self) -> str:
         lo, hi = self.mc_interval
         side = " (lower side only: discrete cell)" if self.entry.discrete else ""
+        warned = "" if self.warned is None else f", DesignWarning in {self.warned:.0%}"
         return (f"{self.entry.id}: coverage {self.coverage:.3f} [{lo:.3f}, {hi:.3f}] over {self.experiments} "
                 f"experiments{side}, binomial p = {self.p_value:.2g}, mean width {self.mean_width:.3g}, "
-                f"one-sided {self.one_sided:.2f}, NaN {self.nan}, truth {self.entry.truth:.4g}")
+                f"one-sided {self.one_sided:.2f}, NaN {self.nan}, truth {self.entry.truth:.4g}{warned}")
 
 
 _CACHE: dict = {}
@@ -689,8 +724,8 @@ def _compute(cell, experiments: int, groups: list[tuple[Entry, int]]) -> None:
             return
         start = time.perf_counter()
         try:
-            for q, (lo, hi) in e.call(data, seed, r).items():
-                parts[key].setdefault(q, []).append((lo, hi))
+            for q, value in e.call(data, seed, r).items():
+                parts[key].setdefault(q, []).append(value if q != WARNED else (value, value))
         except Exception as err:  # one failing function must not take its siblings down
             failed[key] = err
         spent[key] += time.perf_counter() - start
@@ -754,5 +789,7 @@ def run(entry: Entry, *, experiments: int | None = None, replicates: int | None 
     hit = ok & (lo <= entry.truth) & (entry.truth <= hi)
     width = np.where(ok, hi - lo, np.nan)
     one_sided = ok & ((lo <= 0) | (hi >= 1))
+    warned = float(bounds[WARNED][0].mean()) if WARNED in bounds else None
     return Outcome(entry, experiments, replicates, int(hit.sum()), int((~ok).sum()),
-                   float(np.nanmean(width)) if ok.any() else float("nan"), float(one_sided.mean()), seconds, hit)
+                   float(np.nanmean(width)) if ok.any() else float("nan"), float(one_sided.mean()), seconds, hit,
+                   warned)
