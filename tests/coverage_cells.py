@@ -77,7 +77,10 @@ SUB_BLOCK = 100  #: decision experiments sharing one set of bootstrap draws (see
 UNBALANCED = np.array([1, 2, 2, 3, 3, 4, 5, 8, 12, 20])
 BALANCED_M = 5
 ZERO_EXPECTED = 2.0  #: expected errors at the zero-error thresholds
-DISCRETE_BELOW = 5.0  #: expected (effective) error count below which a cell is discrete
+#: a cell is *discrete* when its expected (effective) error count is at most this: the default binomial interval
+#: (modified Wilson, bioxr.intervals.MODIFIED_WILSON_COUNT) takes the Clopper-Pearson bound on a side with at
+#: most 10 errors, conservative by design there, so only under-coverage is a failure (the lower side of the test)
+DISCRETE_AT_MOST = 10.0
 WARNED = "_warned"  #: key of a call's result: per experiment, whether the function's DesignWarning fires
 #: an entry that fails its coverage test passes if the function warns (as its docs say) in this share of experiments
 WARNED_ENOUGH = 0.5
@@ -371,7 +374,8 @@ class FailureCell:
                                             acquisition=rng.random(probes) < self.fta)
 
 
-FAILURE_CELLS = (FailureCell(100, 4, 0.05, 0.0025),)  # FTE 5 expected failures, FTA 1 (discrete)
+#: FTE 5 expected failures, FTA 1 (discrete); and 400 references, FTE 20 and FTA 16 expected (both sides tested)
+FAILURE_CELLS = (FailureCell(100, 4, 0.05, 0.0025), FailureCell(400, 4, 0.05, 0.01))
 
 
 # --------------------------------------------------------------------------
@@ -569,7 +573,7 @@ class Entry:
 def _decision_entries() -> list[Entry]:
     out = []
     for cell in decision_cells():
-        discrete = cell.expected_errors < DISCRETE_BELOW
+        discrete = cell.expected_errors <= DISCRETE_AT_MOST
         common = dict(cell=cell, quantity="rate", truth=cell.pi, discrete=discrete)
         if cell.rho == 0 and cell.propensity == "beta":
             out.append(Entry("intervals.binomial_interval", "", call=call_binomial, **common))
@@ -592,8 +596,8 @@ def _score_entries() -> list[Entry]:
         sized = dict(test_experiments=200 if slow else 300, study_experiments=1000, slow=slow)
         truths = {f"fmr@{k}": cell.fmr(named[k]) for k in ("FMR=0.01", "FMR=0.001", "zero-FM")}
         truths.update({f"fnmr@{k}": cell.fnmr(named[k]) for k in ("FMR=0.01", "FMR=0.001", "zero-FNM")})
-        counts = {q: v * (cell.n_nonmated if q.startswith("fmr") else cell.n_mated) for q, v in truths.items()}
-        discrete = {q: counts[q] < DISCRETE_BELOW for q in truths}
+        counts = {q: min(v, 1 - v) * (cell.n_nonmated if q.startswith("fmr") else cell.n_mated) for q, v in truths.items()}
+        discrete = {q: counts[q] <= DISCRETE_AT_MOST for q in truths}  # the rarer outcome's expected count
         curve = call_bootstrap_curve(cell)
         for q, v in truths.items():
             out.append(Entry("bootstrap.bootstrap_curve", "", cell, q, v, curve, discrete=discrete[q], **sized, **boot))
@@ -622,11 +626,13 @@ def _score_entries() -> list[Entry]:
         open_set = call_open_set(cell)
         key = f"FPIR={FPIR_TARGET:g}"
         out.append(Entry("bootstrap.open_set_interval", "", cell, f"dir@{key}", cell.dir(t), open_set, **ident))
-        out.append(Entry("bootstrap.open_set_interval", "", cell, f"fpir@{key}", FPIR_TARGET, open_set, **ident))
+        impostor_searches = cell.n_unenrolled * cell.n_samples
+        out.append(Entry("bootstrap.open_set_interval", "", cell, f"fpir@{key}", FPIR_TARGET, open_set,
+                         discrete=FPIR_TARGET * impostor_searches <= DISCRETE_AT_MOST, **ident))
     for cell in FAILURE_CELLS:
         for q, truth, count in (("fte", cell.fte, cell.n_references), ("fta", cell.fta, cell.n_references * cell.n_samples)):
             out.append(Entry("failures.failure_rates", "", cell, q, truth, call_failure_rates,
-                             discrete=truth * count < DISCRETE_BELOW, test_experiments=200))
+                             discrete=truth * count <= DISCRETE_AT_MOST, test_experiments=200))
     return out
 
 

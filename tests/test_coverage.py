@@ -192,7 +192,7 @@ def _level_entry(level: float, cell) -> cc.Entry:
         return {"rate": (ci.sel(bound="lower").values, ci.sel(bound="upper").values)}
 
     return cc.Entry("intervals.binomial_interval", f"level={level}", cell, "rate", cell.pi, call,
-                    discrete=cell.expected_errors < cc.DISCRETE_BELOW)
+                    discrete=cell.expected_errors <= cc.DISCRETE_AT_MOST)
 
 
 @pytest.mark.parametrize("level, passes", [(0.95, True), (0.90, False), (0.99, False)])
@@ -205,7 +205,7 @@ def test_a_discrete_cell_tests_the_lower_side_only():
     cell = cc.DecisionCell(200, 0.001, 0.0, "balanced")  # one expected error in 1,000 attempts
     wide = cc.run(_level_entry(0.99, cell))
     narrow = cc.run(_level_entry(0.50, cell))  # misses at 0 errors (rule of three at 50%: 0.69 / N) and at 3+
-    assert cell.expected_errors < cc.DISCRETE_BELOW
+    assert cell.expected_errors <= cc.DISCRETE_AT_MOST
     assert wide.coverage > 0.98 and wide.passed
     assert narrow.coverage < 0.9 and not narrow.passed
 

@@ -9,7 +9,12 @@ import xarray as xr
 from .._core import check_level, check_rank, check_replicates, tie_share
 from .._core.designs import warn_design
 from ._bounds import INTERVAL_TEXT, STUDENTIZED_TEXT, bound_kind, check_interval, effective_count, rate_bounds, ratio_variances, studentized_union
+from ._gallery import TEXT as GALLERY_TEXT, Gallery, inflation
 from ._stats import _counts, subject_draws
+
+GALLERY_MISSING = ("not included: needs a dense score cube (pass the cube, not an outcome cube or a comparison list); "
+                   "the interval then sees the probe side only")
+
 
 def bootstrap_rate_interval(
     errors: xr.DataArray,
@@ -85,14 +90,30 @@ def bootstrap_rate_interval(
     if dim not in errors.dims or dim not in attempts.dims:
         raise ValueError(f"errors and attempts need the dimension {dim!r}.")
     warn_design(errors, attempts, dim, variance_based=interval == "effective", what="the subject-bootstrap interval")
+    return _rate_interval(errors, attempts, dim, n_replicates, level, seed, interval)
+
+
+def _rate_interval(errors, attempts, dim, n_replicates, level, seed, interval, inflate=None) -> xr.Dataset:
+    """The body of :func:`bootstrap_rate_interval` (arguments checked); ``inflate`` (rest,) multiplies the variance.
+
+    ``inflate`` is a variance the resampled individuals cannot show (the
+    gallery's, for identification rates: :mod:`._gallery`), as a factor:
+    each replicate's deviation from the rate is scaled by its square root,
+    and so are the variances of the bootstrap-t.
+    """
     e, other, reps, rate, trials, draws = _rate_replicates(errors, attempts, dim, n_replicates, seed, draws=True)
     flat_e = np.asarray(e["e"].values, dtype=np.float64).reshape(e.sizes[dim], -1)
     flat_m = np.asarray(e["m"].values, dtype=np.float64).reshape(e.sizes[dim], -1)
+    if inflate is not None:
+        factor = np.broadcast_to(np.asarray(inflate, dtype=float).ravel(), rate.shape)
+        reps = rate + (reps - rate) * np.sqrt(factor)
     units = (flat_m > 0).sum(axis=0)
     n_eff = effective_count(rate, reps, trials, units)
     bounds = rate_bounds(rate, reps, trials, n_eff, level=level, interval=interval)  # (rest, 2)
     if interval == "effective":
         var, var_reps = ratio_variances(draws, flat_e, flat_m)
+        if inflate is not None:
+            var, var_reps = var * factor, var_reps * factor
         bounds = studentized_union(bounds, rate, reps, var, var_reps, level=level)
     shape = tuple(e.sizes[d] for d in other)
     coords = {k: v for k, v in e.coords.items() if dim not in v.dims}
@@ -145,7 +166,7 @@ def _per_subject(values: np.ndarray, subjects: np.ndarray, weights=None):
 
 def cmc_interval(
     obj, *, max_rank: int | None = None, n_replicates: int = 2000, level: float = 0.95, seed=0,
-    interval: str = "effective", simultaneous: bool = False,
+    interval: str = "effective", simultaneous: bool = False, gallery_variance: bool = True,
 ) -> xr.Dataset:
     """The CMC with pointwise subject-bootstrap intervals (closed set, Annex F ties).
 
@@ -167,6 +188,16 @@ def cmc_interval(
         whole CMC inside with probability about ``level`` (the studentised
         max-modulus envelope of the same replicates on the probit scale,
         never narrower than the pointwise interval; attrs ``band``).
+    gallery_variance : bool, keyword-only
+        Add the gallery subjects' share of the variance (default): every
+        search meets the same enrolled subjects, and one who attracts many
+        searches ("lamb") moves them all, which resampling the searches'
+        subjects cannot show (coverage 0.82-0.86 without it, with strong
+        subject effects; ``benchmarks/COVERAGE.md``). A method-of-moments
+        variance for crossed probe and gallery subjects widens the
+        bootstrap interval (see ``bioxr/bootstrap/_gallery.py``). Needs the
+        scores: from an outcome cube or a comparison list it is left out,
+        and attrs ``gallery_variance`` says so.
 
     Returns
     -------
@@ -197,10 +228,25 @@ def cmc_interval(
     searches, _ = _per_subject(np.ones(valid.sum()), subj[valid])
     found_da = xr.DataArray(found, dims=("individual", "rank"), coords={"rank": ranks})
     searches_da = xr.DataArray(searches, dims="individual")
-    boot = bootstrap_rate_interval(found_da, searches_da, n_replicates=n_replicates, level=level, seed=seed,
-                                   interval=interval)
+    level = check_level(level)
+    check_interval(interval)
+    n_replicates = check_replicates(n_replicates, level=level)
     if max_rank is not None:
         check_rank(max_rank, "max_rank")
+    warn_design(found_da, searches_da, "individual", variance_based=interval == "effective",
+                what="the subject-bootstrap CMC interval")
+    inflate, gallery_text = None, "not requested (gallery_variance=False)"
+    if gallery_variance:
+        gal = Gallery.from_cube(obj, ds["mated_rank_min"])
+        if gal is None:
+            gallery_text = GALLERY_MISSING
+        else:
+            rows = np.flatnonzero(valid)
+            mate = gal.mate[rows]
+            mated = np.where(mate >= 0, gal.best[rows, np.maximum(mate, 0)], np.nan)
+            inflate = inflation(gal, rows, np.repeat(mated[:, None], ranks.size, axis=1), ranks - 1, share)
+            gallery_text = GALLERY_TEXT
+    boot = _rate_interval(found_da, searches_da, "individual", n_replicates, level, seed, interval, inflate)
     out = xr.Dataset(
         {
             "cmc": curve["cmc"],
@@ -211,7 +257,8 @@ def cmc_interval(
         },
         attrs={**boot.attrs, "unit": "subject", "tie_rule": curve.attrs["tie_rule"], "seed": str(seed),
                **{k: curve.attrs[k] for k in ("candidate_list_length", "rank_unit") if k in curve.attrs},
-               "band": "pointwise in rank, subjects resampled with all their searches"},
+               "band": "pointwise in rank, subjects resampled with all their searches",
+               "gallery_variance": gallery_text},
     )
     if simultaneous:
         from .._core import simultaneous_band
@@ -235,6 +282,7 @@ def open_set_interval(
     level: float = 0.95,
     seed=0,
     interval: str = "effective",
+    gallery_variance: bool = True,
 ) -> xr.Dataset:
     """DIR and FPIR at thresholds with subject-bootstrap intervals (open set).
 
@@ -244,7 +292,9 @@ def open_set_interval(
 
     ``interval`` as in :func:`bootstrap_rate_interval` (where no impostor
     search raises an alarm, the FPIR bound is one-sided on the impostor
-    subjects).
+    subjects). ``gallery_variance`` as in :func:`cmc_interval`, for the
+    FPIR: an enrolled subject who draws alarms from many impostor searches
+    moves them all (coverage 0.89 without it, with strong subject effects).
 
     Returns
     -------
@@ -276,19 +326,31 @@ def open_set_interval(
     with np.errstate(invalid="ignore"):
         hit = (sign * probes.arrays["mated_score"][0][:, None] >= sign * t) * weight[:, None]
         alarm = (sign * probes.arrays["nonmated_best"][0][:, None] >= sign * t).astype(float)
+    level = check_level(level)
+    check_interval(interval)
+    n_replicates = check_replicates(n_replicates, level=level)
+    gal = Gallery.from_cube(obj, ds["mated_rank_min"]) if gallery_variance else None
+    gallery_text = ("not requested (gallery_variance=False)" if not gallery_variance
+                    else GALLERY_MISSING if gal is None else GALLERY_TEXT + "; FPIR only")
     out = {}
     for name, rows, values in (("dir", enrolled, hit), ("fpir", use, alarm)):
         num, _ = _per_subject(values[rows], subj[rows])
         den, _ = _per_subject(np.ones(rows.sum()), subj[rows])
-        boot = bootstrap_rate_interval(
-            xr.DataArray(num, dims=("individual", "threshold"), coords={"threshold": t}),
-            xr.DataArray(den, dims="individual"),
-            n_replicates=n_replicates, level=level, seed=seed, interval=interval,
-        )
+        num_da = xr.DataArray(num, dims=("individual", "threshold"), coords={"threshold": t})
+        den_da = xr.DataArray(den, dims="individual")
+        warn_design(num_da, den_da, "individual", variance_based=interval == "effective",
+                    what=f"the subject-bootstrap {name.upper()} interval")
+        inflate = None
+        if name == "fpir" and gal is not None and rows.any():
+            idx = np.flatnonzero(rows)
+            levels = np.broadcast_to(np.nextafter(sign * t, -np.inf), (idx.size, t.size))  # beats: best >= t
+            inflate = inflation(gal, idx, levels, np.zeros(t.size, dtype=int), 1.0 - values[rows])
+        boot = _rate_interval(num_da, den_da, "individual", n_replicates, level, seed, interval, inflate)
         out[name] = rates[name]
         out[f"{name}_interval"] = boot["rate_interval"].transpose("threshold", "bound")
         out[f"{name}_bound_kind"] = boot["rate_bound_kind"]
     result = xr.Dataset(out, attrs={**rates.attrs, "method": "subject bootstrap (searches grouped by subject)",
                                     "interval": boot.attrs["interval"], "level": level,
-                                    "n_replicates": n_replicates, "seed": str(seed)})
+                                    "n_replicates": n_replicates, "seed": str(seed),
+                                    "gallery_variance": gallery_text})
     return result.isel(threshold=0) if np.ndim(threshold) == 0 else result
