@@ -649,7 +649,10 @@ def test_design_chart_draws_the_papers_four_lines(studies):
     assert "m = 4" in subtitle[2] and "8 runs of 12 trials" in subtitle[2]
     st = float(study.ratio.sel(estimator="st"))
     assert f"st {st:.2f}" in subtitle[3] and "verdict at ±5%" in subtitle[3]
-    assert subtitle[3].count("compatible") + subtitle[3].count("rejected") == 3
+    said = [str(v) for v in study["verdict"].values]
+    assert all(f"{est} " in subtitle[3] for est in study["estimator"].values.tolist())
+    assert sum(subtitle[3].count(f" {v}") for v in ("compatible", "incompatible", "inconclusive")) == 3
+    assert "rejected" not in subtitle[3] and all(v in subtitle[3] for v in said)
     quiet = plot.design_chart(study, verdict=False).to_dict()["title"]["subtitle"][3]
     assert "compatible" not in quiet and "rejected" not in quiet and "verdict" not in quiet
     cluster = plot.design_chart(studies["cluster"]).to_dict()["title"]
@@ -675,6 +678,7 @@ def test_design_ratio_chart_puts_the_studies_side_by_side(studies):
             assert row.ratio == pytest.approx(float(study.ratio.sel(estimator=est)))
             assert [row.lower, row.upper] == pytest.approx(study.ratio_interval.sel(estimator=est).values.tolist())
             assert (row.filled == "compatible") == bool(study.compatible.sel(estimator=est))
+            assert row.filled == str(study.verdict.sel(estimator=est).values)  # three-way, never "rejected"
     assert points["encoding"]["y"]["sort"] == list(studies)  # in the order given, top to bottom
     assert points["encoding"]["x"]["scale"]["type"] == "log"
     lo, hi = points["encoding"]["x"]["scale"]["domain"]

@@ -316,6 +316,13 @@ def _design_text(attrs) -> list[str]:
     return [f"Partition by {partition} · {how}", f"{time[0].upper()}{time[1:]}", sizes]
 
 
+def _verdict_of(study: xr.Dataset, est) -> str:
+    """The study's three-way verdict of an estimator (compatible, incompatible, inconclusive)."""
+    if "verdict" in study:
+        return str(study["verdict"].sel(estimator=est).values)
+    return "compatible" if bool(study["compatible"].sel(estimator=est)) else "incompatible"
+
+
 def _ratio_text(study: xr.Dataset, verdict: bool) -> str:
     level = float(study.attrs.get("level", 0.95))
     parts = []
@@ -324,7 +331,7 @@ def _ratio_text(study: xr.Dataset, verdict: bool) -> str:
         lo, hi = (float(v) for v in study["ratio_interval"].sel(estimator=est).values)
         text = f"{est} {_fmt_ratio(r)} ({_fmt_ratio(lo)}–{_fmt_ratio(hi)})"
         if verdict:
-            text += " compatible" if bool(study["compatible"].sel(estimator=est)) else " rejected"
+            text += " " + _verdict_of(study, est)
         parts.append(text)
     lead = f"Mean estimator / empirical variance ({level:.0%} interval)"
     if verdict:
@@ -349,8 +356,8 @@ def design_chart(study: xr.Dataset, *, verdict: bool = True, title: str | None =
     study : xarray.Dataset
         From :func:`bioxr.design.design_study`.
     verdict : bool, keyword-only
-        Name each estimator ``compatible`` or ``rejected`` in the subtitle
-        (the study's tolerance rule). The methodology gives verdicts at the
+        Name each estimator's verdict in the subtitle: ``compatible``,
+        ``incompatible`` or ``inconclusive`` (the study's equivalence rule). The methodology gives verdicts at the
         last iteration; earlier ones show the ratios only.
     title : str, optional, keyword-only
         Default: "Design study: " and the partition, design and randomization.
@@ -445,8 +452,9 @@ def design_ratio_chart(studies, *, verdict: bool = True,
     One row per study (an iteration of the methodology), one point per
     estimator with its interval across runs, on a log scale; the line at 1
     (the estimator is right) and the study's tolerance band around it. An
-    estimator is compatible when its interval meets the band (a filled
-    point; hollow when rejected).
+    estimator is compatible when its whole interval lies inside the band (a
+    filled point), incompatible when wholly outside (hollow), and
+    inconclusive otherwise (half-filled: too few trials to tell).
 
     Parameters
     ----------
@@ -492,12 +500,12 @@ def design_ratio_chart(studies, *, verdict: bool = True,
         for est in study["estimator"].values.tolist():
             r = float(study["ratio"].sel(estimator=est))
             lo, hi = (float(v) for v in study["ratio_interval"].sel(estimator=est).values)
-            ok = bool(study["compatible"].sel(estimator=est))
+            said = _verdict_of(study, est)
             rows.append({"study": label, "estimator": est, "name": f"{est} ({_ESTIMATOR_NAMES.get(est, est)})",
                          "ratio": r, "lower": lo, "upper": hi,
-                         "verdict": ("compatible" if ok else "rejected") if verdict else "",
-                         "filled": "compatible" if (ok and verdict) else "not",
-                         "label": _fmt_ratio(r)})
+                         "verdict": said if verdict else "",
+                         "filled": said if verdict else "not",
+                         "label": _fmt_ratio(r) + (f" {said}" if verdict and said == "inconclusive" else "")})
     frame = pd.DataFrame(rows)
     band = pd.DataFrame(bands)
     finite = frame[["ratio", "lower", "upper"]].to_numpy(float)
@@ -534,7 +542,8 @@ def design_ratio_chart(studies, *, verdict: bool = True,
             x=alt.X("ratio:Q", scale=xsc), y=y, yOffset=offset, color=color, tooltip=tooltip,
             fill=alt.condition(alt.datum.filled == "compatible",
                                alt.Fill("name:N", scale=alt.Scale(domain=names, range=colors), legend=None),
-                               alt.value("white"))),
+                               alt.value("white")),
+            shape=alt.condition(alt.datum.filled == "inconclusive", alt.value("diamond"), alt.value("circle"))),
         alt.Chart(frame).mark_text(align="left", dx=8, fontSize=11, color="#333", clip=True).encode(
             x=alt.X("upper:Q", scale=xsc), y=y, yOffset=offset, text="label:N"),
     ]
@@ -543,7 +552,8 @@ def design_ratio_chart(studies, *, verdict: bool = True,
     subtitle = [
         f"Points: the ratio over all runs; bars: its {'/'.join(level)} interval across runs; "
         f"shaded: the tolerance {'/'.join(tol_text)} around 1",
-        "Filled: compatible (the interval meets the shaded band); hollow: rejected" if verdict
+        "Filled: compatible (the whole interval inside the shaded band); hollow: incompatible (wholly outside); "
+        "diamond: inconclusive (too few trials to tell)" if verdict
         else "Exploratory: ratios only, no verdicts",
     ]
     return alt.layer(*layers).properties(width=SIZE + 60, height=max(90, 78 * n_rows),
