@@ -213,11 +213,11 @@ class BioAccessor:
 
     def cmc_interval(
         self, *, max_rank: int | None = None, n_replicates: int = 2000, level: float = 0.95, seed=0,
-        interval: str = "effective", simultaneous: bool = False,
+        interval: str = "effective", simultaneous: bool = False, gallery_variance: bool = True,
     ) -> xr.Dataset:
         """CMC with subject-bootstrap intervals; see :func:`bioxr.bootstrap.cmc_interval`."""
         return _bootstrap.cmc_interval(self._obj, max_rank=max_rank, n_replicates=n_replicates, level=level, seed=seed,
-                                       interval=interval, simultaneous=simultaneous)
+                                       interval=interval, simultaneous=simultaneous, gallery_variance=gallery_variance)
 
     def open_set_interval(
         self,
@@ -229,11 +229,12 @@ class BioAccessor:
         level: float = 0.95,
         seed=0,
         interval: str = "effective",
+        gallery_variance: bool = True,
     ) -> xr.Dataset:
         """DIR and FPIR with subject-bootstrap intervals; see :func:`bioxr.bootstrap.open_set_interval`."""
         return _bootstrap.open_set_interval(
             self._obj, threshold, rank=rank, impostors=impostors, n_replicates=n_replicates, level=level, seed=seed,
-            interval=interval,
+            interval=interval, gallery_variance=gallery_variance,
         )
 
     def dichotomize(self, *, rank=None, threshold=None, ties: str = "strict") -> xr.DataArray:

@@ -484,9 +484,11 @@ CASES = [
     Case("eer_interval", _plain, kwargs={"unit": "probe", **B}),
     Case("cmc_interval", _multi, kwargs={"max_rank": 3, "level": 0.8, "interval": "percentile", **B}),
     Case("cmc_interval", _multi, kwargs={"max_rank": 3, "simultaneous": True, **B}),
+    Case("cmc_interval", _multi, kwargs={"max_rank": 3, "gallery_variance": False, **B}),
     Case("open_set_interval", _open_set, (T,),
          {"rank": 2, "impostors": "all", "level": 0.8, "interval": "percentile", **B}),
     Case("open_set_interval", _open_plain, (T,), {"impostors": "all", **B}),
+    Case("open_set_interval", _open_plain, (T,), {"impostors": "all", "gallery_variance": False, **B}),
     # design
     Case("dichotomize", _outcome_cube, kwargs={"rank": 2, "ties": "fractional"}),
     Case("dichotomize", _outcome_cube, kwargs={"threshold": 2.5}),

@@ -145,7 +145,8 @@ def test_cmc_interval_equals_resampling_subjects_with_the_same_draws():
     from bioxr.bootstrap import cmc_interval
 
     cube = bioxr.simulate.gaussian(n_subjects=15, n_samples=3, mated_mean=1.5, seed=6)
-    res = cmc_interval(cube, max_rank=4, n_replicates=60, seed=8, interval="percentile")
+    # the probe side alone (the gallery's share of the variance widens it: tests/test_gallery_variance.py)
+    res = cmc_interval(cube, max_rank=4, n_replicates=60, seed=8, interval="percentile", gallery_variance=False)
     xr.testing.assert_allclose(res.cmc, bioxr.identification.cmc_curve(cube, max_rank=4).cmc)
     out = cube.bio.outcomes()
     lo, hi = out.mated_rank_min.values, out.mated_rank_max.values

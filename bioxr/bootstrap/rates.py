@@ -8,7 +8,7 @@ import xarray as xr
 
 from .._core import check_level, check_rank, check_replicates, tie_share
 from .._core.designs import warn_design
-from ._bounds import INTERVAL_TEXT, STUDENTIZED_TEXT, bound_kind, check_interval, effective_count, rate_bounds, ratio_variances, studentized_union
+from ._bounds import COUNTS_DEFF_FLOOR, INTERVAL_TEXT, STUDENTIZED_TEXT, bound_kind, check_interval, effective_count, rate_bounds, ratio_variances, studentized_union
 from ._gallery import TEXT as GALLERY_TEXT, Gallery, inflation
 from ._stats import _counts, subject_draws
 
@@ -43,8 +43,9 @@ def bootstrap_rate_interval(
         ``"effective"`` (default): the binomial interval
         (:func:`bioxr.intervals.binomial_interval`) on the effective count
         ``N / deff``, with the design effect ``deff`` the replicates'
-        variance over the binomial variance, floored at 1 (Korn & Graubard
-        1998): it keeps the skew and discreteness of a small count, where
+        variance over the binomial variance (Korn & Graubard 1998; floored
+        at 1/2, not 1: flooring a noisy estimate at 1 over-covered with 60
+        individuals, :data:`bioxr.bootstrap._bounds.COUNTS_DEFF_FLOOR`): it keeps the skew and discreteness of a small count, where
         percentiles of a few resampled errors do not. Where every replicate
         has a variance, the interval is widened to the bootstrap-t
         (studentised) interval on the cluster-robust variance of the ratio
@@ -108,7 +109,7 @@ def _rate_interval(errors, attempts, dim, n_replicates, level, seed, interval, i
         factor = np.broadcast_to(np.asarray(inflate, dtype=float).ravel(), rate.shape)
         reps = rate + (reps - rate) * np.sqrt(factor)
     units = (flat_m > 0).sum(axis=0)
-    n_eff = effective_count(rate, reps, trials, units)
+    n_eff = effective_count(rate, reps, trials, units, floor=COUNTS_DEFF_FLOOR)
     bounds = rate_bounds(rate, reps, trials, n_eff, level=level, interval=interval)  # (rest, 2)
     if interval == "effective":
         var, var_reps = ratio_variances(draws, flat_e, flat_m)
@@ -126,7 +127,8 @@ def _rate_interval(errors, attempts, dim, n_replicates, level, seed, interval, i
          "n_eff": xr.DataArray(n_eff.reshape(shape), dims=other, coords=coords)},
         attrs={
             "method": f"subject bootstrap over {dim} (all of an individual's attempts together)",
-            "interval": INTERVAL_TEXT[interval] + (STUDENTIZED_TEXT if interval == "effective" else ""),
+            "interval": (INTERVAL_TEXT[interval].replace("floored at 1", f"floored at {COUNTS_DEFF_FLOOR:g}")
+                         + (STUDENTIZED_TEXT if interval == "effective" else "")),
             "level": level,
             "n_replicates": n_replicates,
         },
