@@ -103,10 +103,10 @@ class Gallery:
         return cls(best, probe, np.asarray(labels), mate)
 
 
-def _influence(beats: np.ndarray, nonmated: np.ndarray, cut: int) -> np.ndarray:
+def _influence(beats: np.ndarray, nonmated: np.ndarray, cut: int, count=None, n_nm=None) -> np.ndarray:
     """Centred influence (P, G) of each gallery subject on ``[#beating <= cut]`` (see the module docstring)."""
-    count = (beats & nonmated).sum(axis=1)
-    n_nm = nonmated.sum(axis=1)
+    count = (beats & nonmated).sum(axis=1) if count is None else count
+    n_nm = nonmated.sum(axis=1) if n_nm is None else n_nm
     with np.errstate(invalid="ignore", divide="ignore"):
         a = np.where(n_nm > 0, count / n_nm, 0.0)
     at, above = count == cut, count == cut + 1
@@ -149,16 +149,27 @@ def moments(gallery: Gallery, rows: np.ndarray, levels: np.ndarray, cuts, outcom
     has = mate >= 0
     nonmated[np.flatnonzero(has), mate[has]] = False
     v_total, v_probe = np.zeros(outcome.shape[1]), np.zeros(outcome.shape[1])
+    order = np.argsort(s_of_probe, kind="stable")  # searches grouped by their subject, for the (s, g) sums
+    starts = np.flatnonzero(np.r_[True, np.diff(s_of_probe[order]) != 0])
+    n_nm = nonmated.sum(axis=1)
+    same_level = bool(np.all(levels == levels[:, :1])) if levels.size else True  # the CMC: the mate's score
+    beats = count = None
+    n_probe_subj = len(subjects)
     for j in range(outcome.shape[1]):
         y = outcome[:, j]
         rate = y.mean()
         p_side = np.bincount(s_of_probe, weights=y - rate, minlength=n_all) / n_search
-        t = _influence(best > levels[:, j : j + 1], nonmated, int(cuts[j])) / n_search  # zero off the boundary
+        v_probe[j] = n_probe_subj / max(n_probe_subj - 1, 1) * (p_side**2).sum()
+        if beats is None or not same_level:
+            beats = best > levels[:, j : j + 1]
+            count = (beats & nonmated).sum(axis=1)
+        cut = int(cuts[j])
+        if not np.any((count == cut) | (count == cut + 1)):  # no search at the boundary: no gallery influence
+            v_total[j] = n_all / max(n_all - 1, 1) * (p_side**2).sum()
+            continue
+        t = _influence(beats, nonmated, cut, count, n_nm) / n_search
         g_side = np.zeros(n_all)
         g_side[g_of_col] = t.sum(axis=0)
-        per_sg = np.zeros((n_all, t.shape[1]))
-        np.add.at(per_sg, s_of_probe, t)
-        n_probe_subj = len(subjects)
-        v_probe[j] = n_probe_subj / max(n_probe_subj - 1, 1) * (p_side**2).sum()
+        per_sg = np.add.reduceat(t[order], starts, axis=0)
         v_total[j] = n_all / max(n_all - 1, 1) * (((p_side + g_side) ** 2).sum() - (per_sg**2).sum())
     return v_total, v_probe
