@@ -24,6 +24,7 @@ the datasets behave as independent).
 
     python benchmarks/demographics_null.py                 # full study -> benchmarks/DEMOGRAPHICS_NULL.md
     python benchmarks/demographics_null.py --quick         # 200 datasets a cell, printed only
+    python benchmarks/demographics_null.py --diagnose      # which group the equal-rate null flags, printed only
 """
 
 from __future__ import annotations
@@ -237,6 +238,43 @@ def summary(results: list[dict]) -> list[str]:
     return lines
 
 
+def diagnose(cell: Cell, family_name: str, n_datasets: int, n_replicates: int, chunk: int, seed: int) -> list[str]:
+    """Where the equal-rate null rejects a true H0: per group, the share of datasets in which the margin flags it
+    low or high; and the test's rejections by the number of people with an error in the smallest group."""
+    family = FAMILIES[family_name]
+    root = np.random.SeedSequence([seed, zlib.crc32(f"diagnose|{cell.name}|{family_name}".encode())])
+    small = int(np.argmin(cell.sizes))
+    lo_start = sum(cell.sizes[:small])
+    flags, rejected, erring = [], [], []
+    for c, child in enumerate(root.spawn(-(-n_datasets // chunk))):
+        k = min(chunk, n_datasets - c * chunk)
+        data_seed, test_seed = child.spawn(2)
+        counts = datasets(cell, family, k, np.random.default_rng(data_seed))
+        test = dm.differential_test(counts, n_replicates=n_replicates, seed=test_seed)
+        moe = dm.margin_of_error(counts, level=LEVEL, n_replicates=n_replicates, seed=test_seed)
+        out = moe.outside.transpose("group", "dataset").values
+        sign = np.sign(moe.difference.transpose("group", "dataset").values)
+        flags.append(np.where(out, sign, 0))
+        rejected.append(test.p_value.values <= ALPHA)
+        e = counts.errors.transpose("individual", "dataset").values[lo_start: lo_start + cell.sizes[small]]
+        erring.append((e > 0).sum(0))
+    flags, rejected, erring = np.concatenate(flags, 1), np.concatenate(rejected), np.concatenate(erring)
+    lines = [f"{cell.name} ({cell.describe()}), {family_name}, {n_datasets} datasets, B = {n_replicates}: "
+             f"test rejects {rejected.mean():.3f}, margin flags {(flags != 0).any(0).mean():.3f}"]
+    for g, n in enumerate(cell.sizes):
+        lines.append(f"  group g{g} ({n} people, m {cell.attempts[g]}, rho {cell.rhos[g]:g}): flagged low "
+                     f"{(flags[g] < 0).mean():.3f}, high {(flags[g] > 0).mean():.3f}")
+    lines.append(f"  test by people with an error in g{small} (of {cell.sizes[small]}):")
+    for k in np.unique(erring):
+        s = erring == k
+        lines.append(f"    {k:3d}: {s.mean():.3f} of datasets, rejected in {rejected[s].mean():.3f} "
+                     f"(adds {(s & rejected).mean():.3f})")
+    return lines
+
+
+KEPT = "## Why "  # a section of the report from here on is hand-written and kept across runs
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", type=int, default=2000, help="datasets per null cell")
@@ -247,7 +285,17 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--quick", action="store_true", help="200 / 100 datasets, print only")
     ap.add_argument("--only", default="", help="run the cells whose name contains this")
+    ap.add_argument("--diagnose", action="store_true",
+                    help="per-group flags of the equal-rate null in the 'unequal everything' cell (or --only), printed")
     args = ap.parse_args(argv)
+    if args.diagnose:
+        warnings.simplefilter("ignore")
+        for cell in NULL_CELLS + MAP_CELLS:
+            if (args.only or "unequal everything") in cell.name:
+                for fam in FAMILIES:
+                    print("\n".join(diagnose(cell, fam, min(args.datasets, 1000), args.replicates, args.chunk,
+                                              args.seed)), flush=True)
+        return 0
     if args.quick:
         args.datasets, args.power_datasets, args.map_datasets = 200, 100, 100
     warnings.simplefilter("ignore")  # FewReplicatesWarning: B is chosen for a Monte Carlo study
@@ -311,6 +359,9 @@ def main(argv=None) -> int:
         dispersion_line(null_res + power_res + map_res),
         "",
     ]
+    kept = OUT.read_text().split(KEPT, 1) if OUT.exists() else []
+    if len(kept) == 2:  # the hand-written diagnosis at the end of the previous file
+        lines += [KEPT + kept[1].rstrip("\n"), ""]
     OUT.write_text("\n".join(lines))
     print(f"wrote {OUT}")
     return 0

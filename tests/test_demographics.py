@@ -119,6 +119,17 @@ def _brute_z(e, m, g):
     return z, sd
 
 
+def _brute_zr(e, m, g):
+    """Z_r = max_g p (1 - 1 / r_g) / sd_g, r_g = max(p_g / p, p / p_g): the smallest c with every r_g <= p / (p - c sd_g)."""
+    big_p, rates, _ = _brute_variances(e, m, g)
+    _, sd = _brute_z(e, m, g)
+    out = 0.0
+    for k, pg in rates.items():
+        r = 1.0 if pg == big_p else (np.inf if pg == 0 else max(pg / big_p, big_p / pg))
+        out = max(out, big_p * (1 - 1 / r) / sd[k])
+    return out
+
+
 def _tilted_cumulative(e, m, p):
     """A group's tilted weights by root finding (brentq), as cumulative shares."""
     u = e - p * m
@@ -223,6 +234,7 @@ def test_equal_rate_null_matches_resampling_by_hand():
     e, m, g, idx = _equal_rate_draws(counts, n_rep, seed)
     w_null = [_brute_w(e[row].tolist(), m[row].tolist(), g.tolist()) for row in idx]
     z_null = [_brute_z(e[row].tolist(), m[row].tolist(), g.tolist())[0] for row in idx]
+    zr_null = [_brute_zr(e[row].tolist(), m[row].tolist(), g.tolist()) for row in idx]
     w_obs = _brute_w(e.tolist(), m.tolist(), g.tolist())
     res = dm.differential_test(counts, n_replicates=n_rep, seed=seed)
     assert float(res.statistic) == pytest.approx(w_obs, rel=1e-12)
@@ -233,6 +245,9 @@ def test_equal_rate_null_matches_resampling_by_hand():
     assert float(moe.critical_value) == pytest.approx(c, rel=1e-9)
     z_obs, sd = _brute_z(e.tolist(), m.tolist(), g.tolist())
     assert float(moe.p_value) == pytest.approx((1 + sum(z >= z_obs * (1 - 1e-9) for z in z_null)) / (1 + n_rep))
+    c_r = sorted(zr_null)[int(np.ceil(level * n_rep)) - 1]
+    assert float(moe.ratio_critical_value) == pytest.approx(c_r, rel=1e-9)
+    assert c_r <= c  # Z_r <= Z in every replicate
     p = float(moe.pooled_fnmr)
     for lab in ("x", "y", "z"):
         margin = c * sd[lab]
@@ -240,9 +255,10 @@ def test_equal_rate_null_matches_resampling_by_hand():
         assert bool(moe.outside.sel(group=lab)) == (abs(float(moe.fnmr.sel(group=lab)) - p) > margin)
         band = moe.margin_interval.sel(group=lab)
         assert band.values.tolist() == pytest.approx([max(0.0, p - margin), min(1.0, p + margin)])
-        want = 1.0 if margin == 0 else (np.inf if margin >= p else p / (p - margin))
-        assert float(moe.ratio_margin.sel(group=lab)) == pytest.approx(want)
-    assert (moe.outside_ratio <= moe.outside).all()  # the ratio form is the band on another scale
+        reach = c_r * sd[lab]
+        want = 1.0 if reach == 0 else (np.inf if reach >= p else p / (p - reach))
+        assert float(moe.ratio_margin.sel(group=lab)) == pytest.approx(want, rel=1e-9)
+        assert bool(moe.outside_ratio.sel(group=lab)) == (float(moe.ratio.sel(group=lab)) > want)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -401,10 +417,11 @@ def _rejections(name, null, what):
         res = dm.differential_test(counts, null=null, n_replicates=B_LEVEL, seed=1)
         return int((res.p_value <= 0.05).sum())
     res = dm.margin_of_error(counts, null=null, n_replicates=B_LEVEL, seed=1)
-    return int(res.outside.any("group").sum())
+    flag = res.outside_ratio if what == "ratio" else res.outside
+    return int(flag.any("group").sum())
 
 
-@pytest.mark.parametrize("what", ["test", "margin"])
+@pytest.mark.parametrize("what", ["test", "margin", "ratio"])
 @pytest.mark.parametrize("name", list(LEVEL_CELLS))
 def test_equal_rate_null_holds_its_level(name, what):
     """One FNMR (0.05) in every group; groups differ in size, attempts per person and correlation."""
@@ -560,6 +577,30 @@ def test_no_errors_at_all(null):
     moe = dm.margin_of_error(counts, null=null, n_replicates=50, seed=0)
     assert (moe.margin == 0.0).all() and (moe.ratio_margin == 1.0).all()
     assert not bool(moe.outside.any()) and (moe.ratio == 1.0).all() and not bool(moe.outside_ratio.any())
+
+
+def test_ratio_band_with_a_group_without_errors():
+    """Z_r of a group with p_g = 0 (ratio inf) is p / sd_g; above p it is Z p / p_g; 0 where p_g = p."""
+    rng = np.random.default_rng(5)
+    m = rng.integers(2, 6, 60)
+    e = np.where(np.arange(60) < 20, 0, rng.binomial(m, 0.2))
+    counts = _counts(e, m, np.repeat(list("ABC"), 20))
+    moe = dm.margin_of_error(counts, n_replicates=200, seed=1)
+    p, sd = float(moe.pooled_fnmr), moe.difference_se
+    sums = _null.Prepared(counts, "group", "individual").observed("equal-rate")["sums"]
+    zr = _null.ratio_deviations(*sums)[0, :, 0]
+    z = _null.studentized_deviations(*sums)[0][0, :, 0]
+    fnmr = moe.fnmr.values
+    assert fnmr[0] == 0 and zr[0] == pytest.approx(p / float(sd.sel(group="A")), rel=1e-12)
+    high = fnmr > p
+    assert high.any() and zr[high] == pytest.approx(z[high] * p / fnmr[high], rel=1e-12)
+    reach = float(moe.ratio_critical_value) * sd.values
+    want = np.where(reach < p, p / (p - reach), np.inf)
+    assert moe.ratio_margin.values == pytest.approx(want, rel=1e-12)
+    assert (moe.outside_ratio.values == (zr > float(moe.ratio_critical_value))).all()
+    assert bool(moe.outside_ratio.sel(group="A"))
+    same = _counts([1, 1, 2, 2], [4, 4, 8, 8], list("ABAB"))
+    assert (_null.ratio_deviations(*_null.Prepared(same, "group", "individual").observed("equal-rate")["sums"]) == 0).all()
 
 
 def test_equal_rates_within_groups_give_infinite_f():

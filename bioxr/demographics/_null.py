@@ -323,6 +323,27 @@ def max_studentized(e, m, see, sem, smm, h):
     return np.where((m > 0).sum(1) >= 2, z, np.nan)
 
 
+def ratio_deviations(e, m, see, sem, smm, h):
+    """``z_g = p (1 - 1 / r_g) / sd_g``, ``r_g = max(p_g / p, p / p_g)`` (b, G, K): the smallest ``c`` with ``r_g``
+    inside ``p / (p - c sd_g)``, the band of the ratio form.
+
+    It is ``(p - p_g) / sd_g`` below ``p`` (as :func:`studentized_deviations`) and ``(p_g - p) / sd_g * p / p_g``
+    above it, where the ratio band ``p / (p - c sd_g)`` reaches further than ``p + c sd_g``; 0 where ``r_g = 1``.
+    """
+    z, sd = studentized_deviations(e, m, see, sem, smm, h)
+    r = group_ratios(e, m)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = (e.sum(1) / m.sum(1))[:, None, :]
+        pg = np.where(m > 0, e / m, np.nan)
+        zr = np.where(pg > p, z / r, z)
+    return np.where(r == 1, 0.0, zr)
+
+
+def max_ratio_studentized(e, m, see, sem, smm, h):
+    z = np.fmax.reduce(ratio_deviations(e, m, see, sem, smm, h), axis=1)
+    return np.where((m > 0).sum(1) >= 2, z, np.nan)
+
+
 def group_ratios(e, m, *_):
     """``max(p_g / p, p / p_g)`` per replicate and group: 1 where equal, NaN without attempts."""
     with np.errstate(divide="ignore", invalid="ignore"):
