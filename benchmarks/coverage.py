@@ -118,7 +118,7 @@ def _line(row, k, total) -> str:
 
 def _in_band(row) -> bool:
     """The issue's target: 93-97% (at least 93% in a discrete cell)."""
-    return row["coverage"] >= 0.93 and (row["discrete"] or row.get("conservative") or row["coverage"] <= 0.97)
+    return bool(row["coverage"] >= 0.93 and (row["discrete"] or row.get("conservative") or row["coverage"] <= 0.97))
 
 
 def _verdict(row) -> str:
