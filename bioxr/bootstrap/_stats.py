@@ -150,7 +150,7 @@ class _Stats:
         per_bin[self.bin_ids] = np.add.reduceat(self.count_f32.astype(np.float64), self.bin_starts)
         return np.cumsum(per_bin[::-1])[::-1][1:]
 
-    def fmr_variance(self) -> np.ndarray:
+    def fmr_variance(self, parts: bool = False):
         """Method-of-moments variance of the FMR at each grid point, for crossed subjects.
 
         Two non-mated comparisons are correlated when they share a subject
@@ -164,6 +164,10 @@ class _Stats:
         of the U-statistic's ``4 zeta_1 / n + 2 zeta_2 / n^2`` (METHODS.md
         section 12). Without subject effects it is about ``p (1 - p) / N``,
         a third of the pigeonhole bootstrap's (Owen 2007).
+
+        With ``parts``, also the pair part ``n / (n - 1) sum_u Z_u^2 / N^2``:
+        the pigeonhole bootstrap's variance is about ``V`` plus twice it
+        (its pair weights count each pair's own noise three times).
         """
         n, k = self.n_units, self.grid.size
         cnt = self.count_f32.astype(np.float64)
@@ -180,6 +184,7 @@ class _Stats:
         ends = np.r_[self.bin_starts[1:], cnt.size]
         where = dict(zip(self.bin_ids.tolist(), zip(self.bin_starts.tolist(), ends.tolist())))
         out = np.empty(k)
+        pair = np.empty(k)
         for b in range(k, 0, -1):  # false matches at grid point b - 1: the bins >= b
             if b in where:
                 s, e = where[b]
@@ -198,6 +203,88 @@ class _Stats:
             zs = sr2 - 2 * p * srn + p * p * ss_ns
             zu = sf2 - 2 * p * sfn + p * p * ss_nu
             out[b - 1] = (zs - zu) / big_n**2
+            pair[b - 1] = zu / big_n**2
+        c = n / max(n - 1, 1)
+        return (out * c, pair * c) if parts else out * c
+
+    def fnmr_variance_replicates(self, w: np.ndarray) -> np.ndarray:
+        """Cluster-robust variance of each replicate's FNMR at each grid point, ``(replicates, grid)``.
+
+        The FNMR is a ratio over independent subjects: ``V_b = n / (n - 1)
+        sum_i w_i (e_i - p_b m_i)^2 / (sum_i w_i m_i)^2`` (Cochran 1977,
+        6.9), ``e_i`` the errors and ``m_i`` the attempts of subject ``i``,
+        ``n`` the subjects with mated comparisons; three weighted sums per
+        replicate. ``w = 1`` gives the variance of the data.
+        """
+        w = np.asarray(w, dtype=np.float64)
+        e = self.mated_errors.astype(np.float64)
+        m = self.attempts.astype(np.float64)
+        n = self.mated_units
+        sm = w @ m
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p = (w @ e) / sm[:, None]
+            v = (w @ (e * e)) - 2 * p * (w @ (e * m[:, None])) + p * p * (w @ (m * m))[:, None]
+            return np.maximum(v, 0.0) / (sm**2)[:, None] * (n / max(n - 1, 1))
+
+    def fmr_variance_replicates(self, w: np.ndarray) -> np.ndarray:
+        """The moment variance of :meth:`fmr_variance` computed on each replicate, ``(replicates, grid)``.
+
+        A replicate holds ``w_s`` copies of subject ``s``; copies are distinct
+        subjects with no comparison between them, so the comparisons of probe
+        subject ``a`` with reference subject ``c`` appear ``w_a w_c`` times.
+        With ``R_s = sum_c w_c S_sc`` (``S`` the false matches of the
+        unordered pair, both orders) and ``Q_s = sum_c w_c n_sc`` (its
+        comparisons), ``V_b = n / (n - 1) * (sum_s w_s (R_s - p_b Q_s)^2 -
+        sum_{a<c} w_a w_c (S_ac - p_b n_ac)^2) / N_b^2``: the same formula as
+        on the data (``w = 1`` gives :meth:`fmr_variance`), from a few sums
+        kept up to date while walking the grid from strict to lenient.
+        """
+        from scipy import sparse
+
+        n, k = self.n_units, self.grid.size
+        w = np.asarray(w, dtype=np.float64)
+        cnt = self.count_f32.astype(np.float64)
+        a, c = self.pair_a.astype(np.int64), self.pair_c.astype(np.int64)
+        uniq_u, u_code = np.unique(np.minimum(a, c) * n + np.maximum(a, c), return_inverse=True)
+        ua, uc = uniq_u // n, uniq_u % n
+        n_u = np.bincount(u_code, cnt)
+        nu = sparse.coo_matrix((n_u, (ua, uc)), shape=(n, n)).tocsr()
+        nu = nu + nu.T
+        ends = np.r_[self.bin_starts[1:], cnt.size]
+        where = dict(zip(self.bin_ids.tolist(), zip(self.bin_starts.tolist(), ends.tolist())))
+        out = np.empty((w.shape[0], k))
+        chunk = int(max(1, min(_CHUNK, (1 << 22) // max(uniq_u.size, n, 1))))
+        for s0 in range(0, w.shape[0], chunk):
+            wt = np.ascontiguousarray(w[s0 : s0 + chunk].T)  # (units, block)
+            pw = wt[ua] * wt[uc]  # (pairs, block): copies of each unordered pair
+            big_n = n_u @ pw
+            q = nu @ wt
+            swq2 = np.einsum("sb,sb,sb->b", wt, q, q)
+            a0 = (n_u * n_u) @ pw
+            r = np.zeros_like(wt)
+            s_u = np.zeros(n_u.size)
+            f = np.zeros(wt.shape[1])
+            p1 = np.zeros_like(f)
+            p2 = np.zeros_like(f)
+            for b in range(k, 0, -1):  # false matches at grid point b - 1: the bins >= b
+                if b in where:
+                    s, e = where[b]
+                    ce = cnt[s:e]
+                    sb = sparse.coo_matrix((ce, (a[s:e], c[s:e])), shape=(n, n)).tocsr()
+                    r += sb @ wt + sb.T @ wt
+                    uu, inv = np.unique(u_code[s:e], return_inverse=True)
+                    du = np.bincount(inv, ce)
+                    pwu = pw[uu]
+                    f += du @ pwu
+                    p2 += (2 * s_u[uu] * du + du * du) @ pwu
+                    p1 += (du * n_u[uu]) @ pwu
+                    s_u[uu] += du
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    p = f / big_n
+                zs = np.einsum("sb,sb,sb->b", wt, r, r) - 2 * p * np.einsum("sb,sb,sb->b", wt, r, q) + p * p * swq2
+                zu = p2 - 2 * p * p1 + p * p * a0
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    out[s0 : s0 + chunk, b - 1] = (zs - zu) / big_n**2
         return out * n / max(n - 1, 1)
 
     # ------------------------------------------------------------ failures (policy "iso")
