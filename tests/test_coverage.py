@@ -52,10 +52,6 @@ KNOWN_FAILURES: dict[str, str] = {
     "correlation.clustered_interval[design=icc]::bb-unb-n60-pi0.1-rho0::rate":
         "0.974 over 1000 experiments (study: 0.965 over 2000, inside the band): the ICC design effect floored at 1 "
         "with a noisy rho over-covers a little at rho = 0",
-    "bootstrap.bootstrap_curve::aaa-60x4-wolves::fmr@FMR=0.001":
-        "0.887 over 300 experiments (study on 19c0c9a: 0.886 over 1000)",
-    "bootstrap.fnmr_at_fmr_interval::aaa-60x4-wolves::fnmr_at_fmr=0.001":
-        "0.880 over 300 experiments (study on 19c0c9a: 0.880 over 300)",
 }
 
 #: public functions that return an interval-named variable but are not coverage intervals, and why.
