@@ -111,7 +111,10 @@ def _interval_name(text: str) -> str:
     if text.startswith("percentile"):
         return "percentile"
     if text.startswith("binomial interval on the effective count"):
-        return "effective-count binomial"
+        if "bootstrap-t" not in text:
+            return "effective-count binomial"
+        return "effective-count binomial (FMR widened to the bootstrap-t)" if "; FMR;" in text else \
+            "effective-count binomial (widened to the bootstrap-t)"
     return re.split(r"[,;(]", text)[0].strip()
 
 

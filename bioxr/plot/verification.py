@@ -74,7 +74,7 @@ def det_chart(det: xr.Dataset, *, eer: xr.Dataset | None = None, band: xr.Datase
     >>> [layer["mark"]["type"] for layer in spec["layer"]]
     ['line', 'line', 'line']
     >>> spec["title"]["subtitle"][-2:]
-    ['Band: 95% pointwise effective-count binomial intervals of FMR and FNMR at each threshold', 'subject bootstrap: whole subjects resampled, 200 replicates']
+    ['Band: 95% pointwise effective-count binomial (FMR widened to the bootstrap-t) intervals of FMR and FNMR at each threshold', 'subject bootstrap: whole subjects resampled, 200 replicates']
     """
     if axes not in ("probit", "loglog"):
         raise ValueError(f"axes={axes!r}; choose 'probit' or 'loglog'.")
