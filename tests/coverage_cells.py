@@ -402,13 +402,11 @@ def call_binomial(batch: Batch, seed, n_replicates):
 
 def _warned(batch: Batch, rho=None) -> np.ndarray:
     """Per experiment: would the function's DesignWarning fire (its own predicate, bioxr._core.designs)?"""
-    from bioxr._core.designs import UNBALANCED, concentrated
+    from bioxr._core.designs import concentrated, unbalanced_correlated
 
     flag = concentrated(batch.errors, batch.attempts, "individual")
     if rho is not None:
-        m = batch.attempts.astype(float)
-        imbalance = float((m > 0).sum() * (m**2).sum() / m.sum() ** 2)
-        flag = flag | ((rho > 0.1) & (imbalance > UNBALANCED))
+        flag = flag | unbalanced_correlated(batch.attempts, rho, "individual")
     return np.asarray(flag.transpose("experiment").values, dtype=bool)
 
 
@@ -452,14 +450,17 @@ def call_bootstrap_curve(cell: ScoreCell):
 
     def call(cube, seed, n_replicates):
         res = bioxr.bootstrap.bootstrap_curve(cube, thresholds=grid, n_replicates=n_replicates, level=LEVEL, seed=seed)
-        out = {}
-        for key in ("FMR=0.01", "FMR=0.001", "zero-FM"):
-            out[f"fmr@{key}"] = _bounds(res["fmr_interval"], threshold=named[key])
-        for key in ("FMR=0.01", "FMR=0.001", "zero-FNM"):
-            out[f"fnmr@{key}"] = _bounds(res["fnmr_interval"], threshold=named[key])
-        return out
+        return _curve_quantities(res, named)
 
     return call
+
+
+def _curve_quantities(res: xr.Dataset, named: dict) -> dict:
+    """FMR and FNMR bounds at the cell's named thresholds, from a result with fmr_interval and fnmr_interval."""
+    out = {f"fmr@{k}": _bounds(res["fmr_interval"], threshold=named[k]) for k in ("FMR=0.01", "FMR=0.001", "zero-FM")}
+    out.update({f"fnmr@{k}": _bounds(res["fnmr_interval"], threshold=named[k])
+                for k in ("FMR=0.01", "FMR=0.001", "zero-FNM")})
+    return out
 
 
 def call_rates(cell: ScoreCell):
@@ -468,12 +469,7 @@ def call_rates(cell: ScoreCell):
 
     def call(cube, seed, n_replicates):
         res = bioxr.intervals.rates_interval(bioxr.verification.error_rates(cube, grid), level=LEVEL)
-        out = {}
-        for key in ("FMR=0.01", "FMR=0.001", "zero-FM"):
-            out[f"fmr@{key}"] = _bounds(res["fmr_interval"], threshold=named[key])
-        for key in ("FMR=0.01", "FMR=0.001", "zero-FNM"):
-            out[f"fnmr@{key}"] = _bounds(res["fnmr_interval"], threshold=named[key])
-        return out
+        return _curve_quantities(res, named)
 
     return call
 

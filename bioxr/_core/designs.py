@@ -68,11 +68,21 @@ def concentrated(errors: xr.DataArray, attempts: xr.DataArray, dim) -> xr.DataAr
     with np.errstate(invalid="ignore", divide="ignore"):
         k_eff = total**2 / (minority**2).sum(dim)
         active = (m > 0).sum(dim)
-        imbalance = active * (m**2).sum(dim) / big_n**2
         resid = ((e - rate * m) ** 2).sum(dim)
         n = active.astype(float)
         deff = (n / (n - 1) * resid / big_n**2) / (rate * (1 - rate) / big_n)
-    return (total > 0) & (k_eff < FEW_EFFECTIVE_ERRING) & (deff > 1.5) & (imbalance > UNBALANCED)
+    return (total > 0) & (k_eff < FEW_EFFECTIVE_ERRING) & (deff > 1.5) & (imbalance(m, dim) > UNBALANCED)
+
+
+def imbalance(attempts: xr.DataArray, dim) -> xr.DataArray:
+    """``n sum m^2 / (sum m)^2`` over the individuals with attempts: 1 when balanced, larger when not."""
+    m = attempts.astype(float).where(attempts > 0)
+    return m.count(dim) * (m**2).sum(dim) / m.sum(dim) ** 2
+
+
+def unbalanced_correlated(attempts: xr.DataArray, rho: xr.DataArray, dim) -> xr.DataArray:
+    """Where the ICC design under-covers: unbalanced attempts and a moment ``rho`` above 0.1 (boolean)."""
+    return (imbalance(attempts, dim) > UNBALANCED) & (rho > 0.1)
 
 
 def warn_design(errors: xr.DataArray, attempts: xr.DataArray, dim, *, variance_based: bool = False,
@@ -121,9 +131,7 @@ def warn_design(errors: xr.DataArray, attempts: xr.DataArray, dim, *, variance_b
                 "(coverage 0.87-0.91 measured in such designs). bioxr.correlation.clustered_interval "
                 "(design='beta-binomial', the default) models the propensities and covers there.")
     if rho is not None:
-        mm = attempts.astype(float).where(attempts > 0)
-        imbalance = mm.count(dim) * (mm**2).sum(dim) / mm.sum(dim) ** 2
-        flag = (imbalance > UNBALANCED) & (rho > 0.1)
+        flag = unbalanced_correlated(attempts, rho, dim)
         if variance_based:
             flag = flag & ~concentrated(errors, attempts, dim)
         if bool(flag.any()):
