@@ -25,6 +25,7 @@ __all__ = [
     "score_cube",
     "validate_score_cube",
     "probe_dims",
+    "pooled_dims",
     "reduce_dims",
     "mated_mask",
     "compared_mask",
@@ -33,6 +34,8 @@ __all__ = [
 ]
 
 REFERENCE = "reference"
+#: A dimension of several matchers scored on the same trials: kept, never pooled, unless named in ``dim``.
+SYSTEM = "system"
 SCORE_KINDS = ("similarity", "distance")
 
 
@@ -64,6 +67,21 @@ def probe_dims(cube: xr.DataArray) -> tuple[Hashable, ...]:
     ('subject', 'image', 'collection')
     """
     return tuple(d for d in cube.dims if d != REFERENCE)
+
+
+def pooled_dims(dims) -> tuple[Hashable, ...]:
+    """What ``dim=None`` pools: the given probe dimensions but ``system``.
+
+    Scores of different matchers (a ``system`` dimension) are never pooled
+    unless ``dim`` names it: pooling two matchers' scores gives the rates of
+    neither.
+
+    Examples
+    --------
+    >>> pooled_dims(("system", "probe"))
+    ('probe',)
+    """
+    return tuple(d for d in dims if d != SYSTEM)
 
 
 def reduce_dims(obj, dim, *, default: Sequence[Hashable]) -> tuple[Hashable, ...]:

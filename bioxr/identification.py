@@ -30,7 +30,7 @@ import xarray as xr
 from . import conventions as _conventions
 from ._core import tie_share
 from .comparisons import is_comparison_list
-from .cube import REFERENCE, reduce_dims
+from .cube import REFERENCE, pooled_dims, reduce_dims
 from .outcomes import outcomes
 
 __all__ = ["cmc_curve", "identification_rate", "open_set_rates", "open_set_curve", "IMPOSTORS"]
@@ -84,7 +84,7 @@ class _Probes:
 
     def __init__(self, ds: xr.Dataset, dim, names):
         pdims = tuple(d for d in ds["mated_rank_min"].dims if d != REFERENCE)
-        reduced = reduce_dims(ds, dim, default=pdims)
+        reduced = reduce_dims(ds, dim, default=pooled_dims(pdims))
         self.kept = tuple(d for d in pdims if d not in reduced)
         order = (*self.kept, *reduced)
         self.kept_shape = tuple(ds.sizes[d] for d in self.kept)

@@ -12,6 +12,7 @@ import xarray as xr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import bioxr
 from bioxr.cube import (
     ScoreCubeError,
     compared_mask,
@@ -283,3 +284,36 @@ def test_masks_match_a_loop(data):
     except ScoreCubeError:
         ok = False
     assert ok == (overlap and n_mated > 0 and n_nonmated > 0)
+
+
+# -- a system dimension: several matchers on the same trials are never pooled by default -------------------------
+
+def _two_systems():
+    a = bioxr.simulate.gaussian(n_subjects=30, n_samples=2, seed=0)
+    b = bioxr.simulate.gaussian(n_subjects=30, n_samples=2, seed=1)
+    return a, b, xr.concat([a, b], dim="system").assign_coords(system=["A", "B"])
+
+
+def test_system_dimension_is_kept_unless_named():
+    a, b, both = _two_systems()
+    eer = both.bio.eer()
+    assert eer.eer.dims == ("system",)
+    assert eer.eer.sel(system="A").item() == a.bio.eer().eer.item()
+    assert eer.eer.sel(system="B").item() == b.bio.eer().eer.item()
+    pooled = both.bio.eer(dim=["system", "probe"])  # named: pooled, as asked
+    assert pooled.eer.dims == ()
+    op = both.bio.fnmr_at_fmr([0.01, 0.1])
+    assert op.fnmr.dims == ("system", "fmr_target")
+    cmc = both.bio.outcomes().bio.cmc_curve(max_rank=3)
+    assert cmc.cmc.sel(system="B").values.tolist() == b.bio.outcomes().bio.cmc_curve(max_rank=3).cmc.values.tolist()
+
+
+def test_system_dimension_is_refused_by_the_subject_bootstrap():
+    _, _, both = _two_systems()
+    with pytest.raises(ScoreCubeError, match="2 systems.*paired_difference"):
+        both.bio.bootstrap_curve(n_replicates=1000)
+    one = both.sel(system="A")
+    assert one.bio.bootstrap_curve(thresholds=[1.0], n_replicates=1000).fmr.size == 1
+    listed = bioxr.to_comparisons(one).assign_coords(system=("comparison", np.repeat(["A", "B"], [10, one.size - 10])))
+    with pytest.raises(ScoreCubeError, match="2 systems"):
+        listed.bio.eer_interval(n_replicates=1000)

@@ -9,7 +9,7 @@ import xarray as xr
 from ..comparisons import COMPARISON, RESERVED, canonical, has_subjects, is_comparison_list, mated_flags, self_flags
 from ..comparisons import validate_comparison_list
 from ..counting import CellIndex
-from ..cube import REFERENCE, label_codes, probe_dims, reduce_dims, score_kind, validate_score_cube
+from ..cube import REFERENCE, SYSTEM, label_codes, pooled_dims, probe_dims, reduce_dims, score_kind, validate_score_cube
 from .checks import FAILURE_RULES, check_policy
 from .errors import ScoreCubeError
 
@@ -66,7 +66,7 @@ class Grouped:
         # the scores themselves are checked for infinities in the pass that reads them (bioxr.counting)
         validate_score_cube(cube, require_nonmated=False, check_values=False)
         self.kind = score_kind(cube)
-        reduced = reduce_dims(cube, dim, default=probe_dims(cube))
+        reduced = reduce_dims(cube, dim, default=pooled_dims(probe_dims(cube)))
         self.kept = tuple(d for d in probe_dims(cube) if d not in reduced)
         if cube.chunks is not None:
             # dask merges dims without rechunking only when the first of them carries the chunks
@@ -112,7 +112,7 @@ class Grouped:
         self.kind = ds.attrs.get("score_kind", "similarity")
         candidates = tuple(d for d in ds.attrs.get("probe_dims", []) if d in ds.coords)
         if dim is None:
-            reduced = candidates
+            reduced = pooled_dims(candidates)
         else:
             names = (dim,) if isinstance(dim, str) else tuple(dim)
             unknown = [d for d in names if d not in candidates and d != COMPARISON]
@@ -338,6 +338,23 @@ def _dependent_coords(ds, kept, codes, levels) -> dict:
 
 
 # ------------------------------------------------------------------ flat comparisons
+def _refuse_systems(obj) -> None:
+    """The subject bootstrap pools every comparison it is given: never those of several matchers."""
+    if SYSTEM in obj.dims and obj.sizes[SYSTEM] > 1:
+        n = obj.sizes[SYSTEM]
+    elif isinstance(obj, xr.Dataset) and SYSTEM in obj.coords and obj[SYSTEM].ndim == 1 and SYSTEM not in obj.dims:
+        n = len(pd.unique(np.asarray(obj[SYSTEM].values)))
+        if n < 2:
+            return
+    else:
+        return
+    raise ScoreCubeError(
+        f"these scores hold {n} systems (the '{SYSTEM}' {'dimension' if SYSTEM in obj.dims else 'coordinate'}); "
+        "resampling subjects would pool their comparisons into one. Take one system (obj.sel(system=...) or, for a "
+        "list, obj.where(obj.system == ..., drop=True)), or compare them on the same subjects with "
+        "bioxr.systems.paired_difference.")
+
+
 def flat_comparisons(obj, *, failure_policy: str = "exclude"):
     """Every counted comparison as flat arrays, for estimators that need them one by one.
 
@@ -348,6 +365,7 @@ def flat_comparisons(obj, *, failure_policy: str = "exclude"):
     """
     policy = check_policy(failure_policy)
     as_data(obj)
+    _refuse_systems(obj)
     if isinstance(obj, xr.Dataset):
         obj = canonical(validate_comparison_list(obj))
         if not has_subjects(obj):
