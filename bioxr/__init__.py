@@ -18,6 +18,7 @@ them. Topic modules hold the pure functions:
 - :mod:`bioxr.correlation`: intra-class correlation and design-aware FNMR intervals;
 - :mod:`bioxr.bootstrap`: subject bootstrap by sufficient statistics;
 - :mod:`bioxr.design`: the Micheals-Boult study of which sample design the data follow;
+- :mod:`bioxr.deveval`: thresholds from development data applied to evaluation data, the HTER and the EPC;
 - :mod:`bioxr.generative`: specificity and generalisation of a generative model;
 - :mod:`bioxr.demographics`: FNMR differentials across groups (bootstrap test and margins under equal FNMR, FDR, GARBE);
 - :mod:`bioxr.plot` (Altair charts), :mod:`bioxr.widgets` (ipywidgets
@@ -27,7 +28,7 @@ them. Topic modules hold the pure functions:
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import accessor, bootstrap, candidates, comparisons, correlation, cube, demographics, design, failures, gallery, generative, identification, intervals, outcomes, simulate, verification
+from . import accessor, bootstrap, candidates, comparisons, correlation, cube, demographics, design, deveval, failures, gallery, generative, identification, intervals, outcomes, simulate, verification
 from .comparisons import comparison_list, from_frame, from_scores, to_comparisons, to_cube
 from .cube import ScoreCubeError, score_cube, validate_score_cube
 
@@ -51,6 +52,7 @@ __all__ = [
     "cube",
     "demographics",
     "design",
+    "deveval",
     "failures",
     "gallery",
     "generative",
