@@ -20,6 +20,7 @@ them. Topic modules hold the pure functions:
 - :mod:`bioxr.design`: the Micheals-Boult study of which sample design the data follow;
 - :mod:`bioxr.deveval`: thresholds from development data applied to evaluation data, the HTER and the EPC;
 - :mod:`bioxr.generative`: specificity and generalisation of a generative model;
+- :mod:`bioxr.headline`: the summary table of the headline numbers (``bioxr.summary``), to CSV, Markdown, LaTeX;
 - :mod:`bioxr.demographics`: FNMR differentials across groups (bootstrap test and margins under equal FNMR, FDR, GARBE);
 - :mod:`bioxr.plot` (Altair charts), :mod:`bioxr.widgets` (ipywidgets
   explorers), :mod:`bioxr.report` (templates into HTML reports) and
@@ -28,9 +29,10 @@ them. Topic modules hold the pure functions:
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import accessor, bootstrap, candidates, comparisons, correlation, cube, demographics, design, deveval, failures, gallery, generative, identification, intervals, outcomes, simulate, verification
+from . import accessor, bootstrap, candidates, comparisons, correlation, cube, demographics, design, deveval, failures, gallery, generative, headline, identification, intervals, outcomes, simulate, verification
 from .comparisons import comparison_list, from_frame, from_scores, to_comparisons, to_cube
 from .cube import ScoreCubeError, score_cube, validate_score_cube
+from .headline import summary
 
 try:
     __version__ = version("bioxr")
@@ -56,11 +58,13 @@ __all__ = [
     "failures",
     "gallery",
     "generative",
+    "headline",
     "identification",
     "intervals",
     "outcomes",
     "score_cube",
     "simulate",
+    "summary",
     "validate_score_cube",
     "verification",
 ]

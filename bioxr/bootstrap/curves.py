@@ -723,19 +723,35 @@ def eer_interval(
     >>> bool(lo <= float(res.eer) <= hi)
     True
     """
-    from .. import eer as _eer
+    return eer_intervals(cube, methods=(method,), convention=convention, thresholds=thresholds,
+                         n_replicates=n_replicates, level=level, seed=seed, unit=unit, two_level=two_level,
+                         progress=progress, failure_policy=failure_policy, fmr_variance=fmr_variance,
+                         interval=interval)[0]
+
+
+def eer_intervals(cube, *, methods, convention="bioxr", thresholds=None, n_replicates=2000, level=0.95, seed=0,
+                  unit="subject", two_level=False, progress=False, failure_policy="exclude", fmr_variance="moments",
+                  interval="corrected") -> list:
+    """:func:`eer_interval` for several EER methods from one set of replicates (one Dataset per method)."""
     from ..conventions import eer_rule
-    from ..verification import eer as exact_eer
 
     level = check_level(level)
     check_interval(interval, EER_INTERVALS)
     check_replicates(n_replicates, level=level)
-    method, ties = eer_rule(method, convention)
+    rules = [eer_rule(method, convention) for method in methods]
     reps = _replicates(
         cube, thresholds=thresholds, n_replicates=n_replicates, seed=seed, unit=unit, two_level=two_level,
         progress=progress, failure_policy=failure_policy, fmr_variance=fmr_variance,
         studentise=interval == "corrected",
     )
+    return [_eer_from_replicates(cube, reps, method, ties, convention=convention, level=level, seed=seed,
+                                 failure_policy=failure_policy, interval=interval) for method, ties in rules]
+
+
+def _eer_from_replicates(cube, reps, method, ties, *, convention, level, seed, failure_policy, interval):
+    from .. import eer as _eer
+    from ..verification import eer as exact_eer
+
     fm, fn = _lenient_to_strict(reps, "fmr"), _lenient_to_strict(reps, "fnmr")
     # close each replicate's curve at both ends (everything accepted, nothing accepted)
     values = np.empty(fm.shape[0])
