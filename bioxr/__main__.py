@@ -130,6 +130,8 @@ def main(argv=None) -> int:
     print(f"executed notebook: {files.notebook}")
     if files.html is not None:
         print(f"HTML report:       {files.html}")
+    if files.summary is not None:
+        print(f"summary table:     {files.summary}")
     for path in files.results:
         print(f"result (netCDF):   {path}")
     return 0

@@ -30,7 +30,7 @@ from ._core import as_data
 from ._core.checks import check_level, check_replicates, check_targets
 from .bootstrap.curves import eer_intervals
 
-__all__ = ["FMR_TARGETS", "COLUMNS", "summary", "to_frame", "to_csv", "read_csv", "to_markdown", "to_latex"]
+__all__ = ["FMR_TARGETS", "COLUMNS", "summary", "describe", "to_frame", "to_csv", "read_csv", "to_markdown", "to_latex"]
 
 #: The standard FMR targets of the FNMR rows.
 FMR_TARGETS = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
@@ -65,7 +65,11 @@ def _units(obj) -> tuple[int, int]:
 
 def _thirty(errors, what: str) -> str:
     if np.isfinite(errors) and errors < RULE_OF_30:
-        return f"{int(round(errors))} {what} (< {RULE_OF_30})"
+        n = int(round(errors))
+        if n == 1:
+            for many, one in (("matches", "match"), ("searches", "search"), ("positives", "positive")):
+                what = what.replace(many, one, 1)
+        return f"{n} {what} (< {RULE_OF_30})"
     return ""
 
 
@@ -117,13 +121,20 @@ def _fmr_rows(obj, targets, level, n_replicates, seed, failure_policy, intervals
     op = _verification.fmr_at_fnmr(obj, targets, failure_policy=failure_policy)
     thresholds = np.atleast_1d(op.threshold.values).astype(float)
     ci = None
-    if intervals:
-        unique, inverse = np.unique(thresholds, return_inverse=True)
+    finite = np.isfinite(thresholds)
+    if intervals and finite.any():
+        unique, inverse = np.unique(thresholds[finite], return_inverse=True)
         band = _bootstrap.bootstrap_curve(obj, thresholds=unique, n_replicates=n_replicates, level=level, seed=seed,
                                           failure_policy=failure_policy)
-        ci = (band.fmr_interval.values[inverse], band.fmr_bound_kind.values[inverse], band.attrs["n_units"])
+        at = np.cumsum(finite) - 1  # row i -> its place among the finite thresholds
+        ci = (band.fmr_interval.values[inverse][at], band.fmr_bound_kind.values[inverse][at], band.attrs["n_units"])
     rows = []
     for i, t in enumerate(np.atleast_1d(targets)):
+        if not finite[i]:
+            rows.append(_row("FMR", f"FNMR = {_fmt_target(t)}", "bioxr", trials=int(op.n_nonmated), flags=[
+                "not reachable: even accepting every score leaves FNMR above the target (failures count as false "
+                "non-matches under this failure policy)"]))
+            continue
         sel = op.isel(fnmr_target=i)
         fm = int(sel.false_matches)
         rows.append(_row("FMR", f"FNMR = {_fmt_target(t)}", "bioxr", sel.fmr,
@@ -186,7 +197,11 @@ def _fnir_rows(obj, targets, level, n_replicates, seed, intervals, units):
 
 
 def _failure_rows(obj, level):
-    f = _failures.failure_rates(obj, level=level)
+    try:
+        f = _failures.failure_rates(obj, level=level)
+    except (ValueError, TypeError):
+        why = "not computed: failure rates need the scores (a score cube or comparison list), not outcomes"
+        return [_row("FTE", "enrolment", flags=[why]), _row("FTA", "acquisition", flags=[why])]
     side = {name: len(pd.unique(np.asarray(obj[name].values).ravel())) if name in obj.coords else np.nan
             for name in ("reference_subject", "subject")}
     rows = []
@@ -236,7 +251,9 @@ def summary(obj, *, fmr=FMR_TARGETS, fnmr=(0.01, 0.1), fpir=(0.01, 0.001), eer_m
         ``trials`` (comparisons, searches or attempts), ``units``
         (independent subjects), ``threshold`` and ``flags``; attrs
         ``level``, ``n_replicates``, ``seed``, ``failure_policy``,
-        ``score_kind``, ``decision_rule``, ``n_mated``, ``n_nonmated``.
+        ``score_kind``, ``rule_of_30``, ``units``. On identification
+        outcomes (candidate lists) the verification rows say why they
+        are missing.
 
     Examples
     --------
@@ -248,7 +265,9 @@ def summary(obj, *, fmr=FMR_TARGETS, fnmr=(0.01, 0.1), fpir=(0.01, 0.001), eer_m
     >>> print(table.flags.values[6])  # FNMR at FMR 1e-4: 120 probes x 59 other subjects
     not resolvable: 7,080 non-mated comparisons resolve FMR down to 1/N = 1.4e-04; this target needs at least 10,000
     """
-    as_data(obj)
+    outcomes = "search" in obj.dims or "mated_rank_min" in getattr(obj, "data_vars", {})
+    if not outcomes:
+        as_data(obj)
     if "system" in obj.dims:
         raise ValueError("these scores have a 'system' dimension: summarise one system at a time "
                          "(obj.sel(system=...)), or compare them with bioxr.systems.")
@@ -262,11 +281,19 @@ def summary(obj, *, fmr=FMR_TARGETS, fnmr=(0.01, 0.1), fpir=(0.01, 0.001), eer_m
     if unknown:
         raise ValueError(f"eer_methods={list(eer_methods)!r}: {unknown} are not EER methods; use any of {EER_METHODS}.")
     args = (level, n_replicates, seed, failure_policy, intervals)
-    rows = _eer_rows(obj, tuple(eer_methods), *args) if len(eer_methods) else []
-    if fmr_t.size:
-        rows += _fnmr_rows(obj, fmr_t, *args)
-    if fnmr_t.size:
-        rows += _fmr_rows(obj, fnmr_t, *args)
+    rows = []
+    if outcomes:  # candidate lists or ranks
+        why = ("not computed: these are identification outcomes (candidate lists or ranks), which hold no "
+               "non-mated score distribution")
+        rows += [_row("EER", "FMR = FNMR", m, flags=[why]) for m in eer_methods]
+        rows += [_row("FNMR", f"FMR = {_fmt_target(t)}", flags=[why]) for t in fmr_t]
+        rows += [_row("FMR", f"FNMR = {_fmt_target(t)}", flags=[why]) for t in fnmr_t]
+    else:
+        rows += _eer_rows(obj, tuple(eer_methods), *args) if len(eer_methods) else []
+        if fmr_t.size:
+            rows += _fnmr_rows(obj, fmr_t, *args)
+        if fnmr_t.size:
+            rows += _fmr_rows(obj, fnmr_t, *args)
     if identification:
         rows += _rank1_rows(obj, level, n_replicates, seed, intervals)
         if fpir_t.size:  # the mated searches' subjects are those of the rank-1 rate
@@ -275,15 +302,50 @@ def summary(obj, *, fmr=FMR_TARGETS, fnmr=(0.01, 0.1), fpir=(0.01, 0.001), eer_m
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     table = xr.Dataset({c: ("row", frame[c].to_numpy(dtype=object if c in _TEXT else float).astype(
         str if c in _TEXT else float)) for c in COLUMNS})
-    ref = _verification.error_rates(obj, 0.0, failure_policy=failure_policy)
     table.attrs = {"level": level, "n_replicates": n_replicates if intervals else 0, "seed": str(seed),
-                   "failure_policy": failure_policy, "score_kind": ref.attrs.get("score_kind"),
-                   "decision_rule": ref.attrs.get("decision_rule"), "n_mated": int(ref.n_mated),
-                   "n_nonmated": int(ref.n_nonmated),
+                   "failure_policy": failure_policy, "score_kind": obj.attrs.get("score_kind", "similarity"),
                    "rule_of_30": RULE_OF_30_TEXT,
                    "units": "independent subjects behind each rate; trials are comparisons (verification), "
                             "searches (identification) or attempts (failures)"}
     return table
+
+
+def describe(table: xr.Dataset) -> str:
+    """Sentences on a summary table: what it holds, what could not be computed, what rests on few errors.
+
+    Examples
+    --------
+    >>> import bioxr
+    >>> table = bioxr.summary(bioxr.simulate.gaussian(n_subjects=60, seed=0), intervals=False)
+    >>> print(bioxr.headline.describe(table).split(". ")[0])
+    The table holds 11 of its 16 numbers
+    """
+    frame = to_frame(table)
+    done = np.isfinite(frame["value"].to_numpy(dtype=float))
+    out = [f"The table holds {int(done.sum())} of its {len(frame)} numbers"
+           + (f", at {table.attrs['level']:.0%} confidence" if table.attrs.get("n_replicates") else
+              ", as point values (no intervals)") + "."]
+    unresolved = frame[frame["flags"].str.startswith("not resolvable")]
+    if len(unresolved):
+        out.append(f"{len(unresolved)} {'is' if len(unresolved) == 1 else 'are'} beyond what this test can resolve ("
+                   + ", ".join(f"{m} at {a}" for m, a in zip(unresolved["metric"], unresolved["at"]))
+                   + "): too few comparisons or searches for the target.")
+    missing = frame[frame["flags"].str.startswith("not computed")]
+    if len(missing):
+        reasons = sorted(set(f.split(": ", 1)[1] for f in missing["flags"]))
+        out.append(f"{len(missing)} could not be computed from these data: " + "; ".join(reasons) + ".")
+    few = frame[frame["flags"].str.contains("(< 30)", regex=False) & done]
+    if len(few):
+        out.append(f"{len(few)} of the computed numbers rest on fewer than 30 errors (Doddington's rule of 30: "
+                   "uncertain by more than about 30%): " + ", ".join(f"the {c} EER" if m == "EER" else f"{m} at {a}"
+                                                                for m, a, c in zip(few["metric"], few["at"],
+                                                                                   few["convention"])) + ".")
+    eer = frame[(frame["metric"] == "EER") & done]
+    if len(eer) > 1:
+        lo, hi = eer["value"].idxmin(), eer["value"].idxmax()
+        out.append(f"The EER conventions give {eer['value'][lo]:.2%} ({eer['convention'][lo]}) to "
+                   f"{eer['value'][hi]:.2%} ({eer['convention'][hi]}).")
+    return " ".join(out)
 
 
 def to_frame(table: xr.Dataset) -> pd.DataFrame:

@@ -22,7 +22,7 @@ from pathlib import Path
 import xarray as xr
 
 __all__ = ["Provenance", "provenance", "escape", "probe_dims", "describe_scores", "exclusions", "failure_summary",
-           "score_kind_warning", "RESULTS_ENV"]
+           "score_kind_warning", "RESULTS_ENV", "SUMMARY_FILE"]
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
@@ -91,6 +91,8 @@ class Provenance:
 
 
 RESULTS_ENV = "BIOXR_REPORT_RESULTS"
+#: The summary table every report writes beside itself.
+SUMMARY_FILE = "summary.csv"
 
 
 def _save_results(template: str, namespace: dict, results, folder: Path) -> dict:
@@ -112,7 +114,7 @@ def _save_results(template: str, namespace: dict, results, folder: Path) -> dict
     return saved
 
 
-def provenance(template, namespace: dict, *, cube=None, results=()) -> Provenance:
+def provenance(template, namespace: dict, *, cube=None, results=(), summary=None) -> Provenance:
     """Record a report's provenance: parameters, data, versions, conventions.
 
     Parameters
@@ -125,6 +127,10 @@ def provenance(template, namespace: dict, *, cube=None, results=()) -> Provenanc
     cube : xarray.DataArray or xarray.Dataset, optional, keyword-only
         The score cube or comparison list, for its simulator, score kind
         and missing-value record.
+    summary : xarray.Dataset, optional, keyword-only
+        The report's summary table (:func:`bioxr.summary`); under
+        ``bioxr report`` it is written beside the report as
+        ``summary.csv`` (:func:`bioxr.headline.to_csv`).
     results : sequence of xarray.Dataset, keyword-only
         Results whose ``attrs`` name conventions (EER method, decision
         rule, tie rule); they are collected. Under ``bioxr report`` each
@@ -174,6 +180,11 @@ def provenance(template, namespace: dict, *, cube=None, results=()) -> Provenanc
     if folder:
         for name, file in _save_results(template, namespace, results, Path(folder)).items():
             data[f"result {name}"] = file
+        if summary is not None:
+            from .headline import to_csv
+
+            to_csv(summary, Path(folder) / SUMMARY_FILE)
+            data["summary table"] = SUMMARY_FILE
     conventions = {}
     for result in results:
         for key in ("eer_method", "eer_convention", "decision_rule", "tie_rule", "operating_point", "interval",

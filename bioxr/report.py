@@ -62,7 +62,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from .narrative import (RESULTS_ENV, Provenance, describe_scores, escape, exclusions, failure_summary,
+from .narrative import (RESULTS_ENV, SUMMARY_FILE, Provenance, describe_scores, escape, exclusions, failure_summary,
                         probe_dims, provenance, score_kind_warning)
 
 __all__ = [
@@ -170,6 +170,7 @@ class ReportFiles:
     notebook: Path
     html: Path | None
     results: tuple = ()
+    summary: Path | None = None  # summary.csv: the headline numbers (bioxr.summary)
 
 
 # ------------------------------------------------------------- templates ---
@@ -617,7 +618,7 @@ def run_report(template, output_dir, parameters: dict | None = None, *, scores=N
     output_dir : str or path
         Absent or empty (created), or holding an earlier report (see
         ``overwrite``); receives ``<template>.ipynb`` (executed),
-        ``<template>.html`` and the result files, all renamed into place
+        ``<template>.html``, ``summary.csv`` and the result files, all renamed into place
         together when the run succeeds.
     parameters : dict, optional
         Parameter values; strings are converted to the declared types and
@@ -680,7 +681,9 @@ def run_report(template, output_dir, parameters: dict | None = None, *, scores=N
     finally:
         shutil.rmtree(staged, ignore_errors=True)  # gone already when renamed into place
     saved = tuple(sorted(out.glob(f"{path.stem}_*.nc")))
-    return ReportFiles(out / nb_path.name, out / f"{path.stem}.html" if html else None, saved)
+    summary = out / SUMMARY_FILE
+    return ReportFiles(out / nb_path.name, out / f"{path.stem}.html" if html else None, saved,
+                       summary if summary.is_file() else None)
 
 
 def _keep_failed(nb_path: Path, out: Path) -> Path | None:

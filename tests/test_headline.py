@@ -182,3 +182,4 @@ def test_rule_of_30_is_fewer_than_30():
     assert headline._thirty(30, "false matches") == ""
     assert headline._thirty(29, "false matches") == "29 false matches (< 30)"
     assert headline._thirty(np.nan, "false matches") == ""
+    assert headline._thirty(1, "false matches set this threshold") == "1 false match set this threshold (< 30)"

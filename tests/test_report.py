@@ -17,6 +17,7 @@ import nbformat
 import numpy as np
 import pytest
 
+import bioxr.headline
 from bioxr import __main__ as cli
 from bioxr import report
 
@@ -496,3 +497,14 @@ def xr_open(path):
 
     with xr.open_dataset(path) as ds:
         return ds.load()
+
+
+def test_every_report_writes_its_summary_table(simulated):
+    out, proc = simulated
+    table = bioxr.headline.read_csv(out / "summary.csv")
+    assert str(out / "summary.csv") in proc.stdout
+    eer = table[(table.metric == "EER") & (table.convention == "rocch")]
+    import xarray as xr
+
+    assert float(eer.value.iloc[0]) == float(xr.open_dataset(out / "verification_err.nc").eer)
+    assert "Summary table" in (out / "verification.html").read_text()
