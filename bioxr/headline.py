@@ -29,6 +29,7 @@ from . import verification as _verification
 from ._core import as_data
 from ._core.checks import check_level, check_replicates, check_targets
 from .bootstrap.curves import eer_intervals
+from .cube import SYSTEM
 
 __all__ = ["FMR_TARGETS", "COLUMNS", "summary", "describe", "to_frame", "to_csv", "read_csv", "to_markdown", "to_latex"]
 
@@ -223,8 +224,8 @@ def summary(obj, *, fmr=FMR_TARGETS, fnmr=(0.01, 0.1), fpir=(0.01, 0.001), eer_m
     Parameters
     ----------
     obj : xarray.DataArray or xarray.Dataset
-        A score cube or a comparison list (one system: select one from a
-        ``system`` dimension first).
+        A score cube or a comparison list; with a ``system`` dimension,
+        one table per system stacked, with a ``system`` column.
     fmr, fnmr, fpir : sequence of float, keyword-only
         Targets of the FNMR-at-FMR, FMR-at-FNMR and FNIR-at-FPIR rows.
         A target the test cannot resolve (fewer than ``1 / target``
@@ -268,9 +269,15 @@ def summary(obj, *, fmr=FMR_TARGETS, fnmr=(0.01, 0.1), fpir=(0.01, 0.001), eer_m
     outcomes = "search" in obj.dims or "mated_rank_min" in getattr(obj, "data_vars", {})
     if not outcomes:
         as_data(obj)
-    if "system" in obj.dims:
-        raise ValueError("these scores have a 'system' dimension: summarise one system at a time "
-                         "(obj.sel(system=...)), or compare them with bioxr.systems.")
+    kw = dict(fmr=fmr, fnmr=fnmr, fpir=fpir, eer_methods=eer_methods, identification=identification,
+              intervals=intervals, level=level, n_replicates=n_replicates, seed=seed, failure_policy=failure_policy)
+    if SYSTEM in obj.dims:  # one table per system, stacked, with a system column (the same seed for each)
+        names = [str(v) for v in obj[SYSTEM].values] if SYSTEM in obj.coords else [str(i) for i in
+                                                                                    range(obj.sizes[SYSTEM])]
+        parts = [summary(obj.isel({SYSTEM: k}, drop=True), **kw) for k in range(obj.sizes[SYSTEM])]
+        table = xr.concat(parts, dim="row", combine_attrs="override")
+        table[SYSTEM] = ("row", np.repeat(names, [p.sizes["row"] for p in parts]).astype(str))
+        return table[[SYSTEM, *COLUMNS]]
     level = check_level(level)
     if intervals:
         check_replicates(n_replicates, level=level)
@@ -348,9 +355,13 @@ def describe(table: xr.Dataset) -> str:
     return " ".join(out)
 
 
+def _columns(table) -> list:
+    return ([SYSTEM] if SYSTEM in table else []) + list(COLUMNS)
+
+
 def to_frame(table: xr.Dataset) -> pd.DataFrame:
     """The table as a pandas DataFrame (one row per number), its attrs in ``frame.attrs``."""
-    frame = pd.DataFrame({c: table[c].values for c in COLUMNS})
+    frame = pd.DataFrame({c: table[c].values for c in _columns(table)})
     frame.attrs = dict(table.attrs)
     return frame
 
@@ -362,7 +373,8 @@ def to_csv(table: xr.Dataset, path) -> None:
 
 def read_csv(path) -> pd.DataFrame:
     """Read a table written by :func:`to_csv`."""
-    frame = pd.read_csv(path, keep_default_na=False, na_values={c: [""] for c in COLUMNS if c not in _TEXT})
+    frame = pd.read_csv(path, keep_default_na=False, na_values={c: [""] for c in COLUMNS if c not in _TEXT},
+                        dtype={SYSTEM: str})
     return frame
 
 
@@ -371,6 +383,7 @@ def _pretty(frame: pd.DataFrame, digits: int):
         return "" if not np.isfinite(x) else f"{100 * x:.{digits}g}%"
 
     out = pd.DataFrame({
+        **({SYSTEM: frame[SYSTEM]} if SYSTEM in frame else {}),
         "metric": frame["metric"], "at": frame["at"], "convention": frame["convention"],
         "value": [rate(v) for v in frame["value"]],
         "interval": [f"{rate(lo)} to {rate(hi)}" if np.isfinite(lo) else "" for lo, hi in
@@ -405,7 +418,10 @@ def to_latex(table: xr.Dataset, *, digits: int = 3, caption: str | None = None) 
 
     level = table.attrs.get("level", 0.95)
     head = ["metric", "at", "convention", "value", f"{level:.0%} interval", "errors", "trials", "subjects", "flags"]
-    lines = [r"\begin{tabular}{lllrlrrrp{5cm}}", r"\toprule", " & ".join(tex(h) for h in head) + r" \\",
+    spec = "lllrlrrrp{5cm}"
+    if SYSTEM in pretty:
+        head, spec = [SYSTEM, *head], "l" + spec
+    lines = [rf"\begin{{tabular}}{{{spec}}}", r"\toprule", " & ".join(tex(h) for h in head) + r" \\",
              r"\midrule"]
     for _, r in pretty.iterrows():
         lines.append(" & ".join(tex(str(v)) for v in r) + r" \\")

@@ -160,8 +160,6 @@ def test_bad_input_is_refused(cube):
         headline.summary(cube, eer_methods=("median",), intervals=False)
     with pytest.raises(ValueError, match="level"):
         headline.summary(cube, level=1.5)
-    with pytest.raises(ValueError, match="system"):
-        headline.summary(xr.concat([cube, cube], dim="system"), intervals=False)
 
 
 def test_top_level_name():
@@ -183,3 +181,20 @@ def test_rule_of_30_is_fewer_than_30():
     assert headline._thirty(29, "false matches") == "29 false matches (< 30)"
     assert headline._thirty(np.nan, "false matches") == ""
     assert headline._thirty(1, "false matches set this threshold") == "1 false match set this threshold (< 30)"
+
+
+def test_a_system_dimension_gives_one_table_per_system(tmp_path, cube):
+    other = bioxr.simulate.gaussian(n_subjects=40, n_samples=2, seed=9)
+    both = xr.concat([cube, other], dim="system").assign_coords(system=["face", "finger"])
+    kw = dict(eer_methods=("rocch",), fmr=(0.01,), fnmr=(0.1,), fpir=(), **B)
+    table = headline.summary(both, **kw)
+    n = table.sizes["row"] // 2
+    assert table.system.values.tolist() == ["face"] * n + ["finger"] * n
+    for k, one in enumerate((cube, other)):
+        alone = headline.summary(one, **kw)
+        np.testing.assert_array_equal(table.value.values[k * n:(k + 1) * n], alone.value.values)
+        np.testing.assert_array_equal(table.upper.values[k * n:(k + 1) * n], alone.upper.values)
+    headline.to_csv(table, tmp_path / "s.csv")
+    back = headline.read_csv(tmp_path / "s.csv")
+    assert back.system.tolist() == table.system.values.tolist()
+    assert headline.to_latex(table).splitlines()[2].startswith("system & metric")
