@@ -17,6 +17,9 @@ them. Topic modules hold the pure functions:
 - :mod:`bioxr.failures`: failures to enrol and acquire (FTE, FTA) and the failure policies;
 - :mod:`bioxr.correlation`: intra-class correlation and design-aware FNMR intervals;
 - :mod:`bioxr.bootstrap`: subject bootstrap by sufficient statistics;
+- :mod:`bioxr.claims`: certification claims "rate <= r" tested by one-sided, design-aware bounds;
+- :mod:`bioxr.planning`: the subjects (and comparisons) a test needs for a claim to pass;
+- :mod:`bioxr.systems`: two or more systems on the same subjects (stacking, paired differences, McNemar);
 - :mod:`bioxr.design`: the Micheals-Boult study of which sample design the data follow;
 - :mod:`bioxr.deveval`: thresholds from development data applied to evaluation data, the HTER and the EPC;
 - :mod:`bioxr.generative`: specificity and generalisation of a generative model;
@@ -29,10 +32,13 @@ them. Topic modules hold the pure functions:
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import accessor, bootstrap, candidates, comparisons, correlation, cube, demographics, design, deveval, failures, gallery, generative, headline, identification, intervals, outcomes, simulate, verification
+from . import accessor, bootstrap, candidates, claims, comparisons, correlation, cube, demographics, design, deveval, failures, gallery, generative, headline, identification, intervals, outcomes, planning, simulate, systems, verification
 from .comparisons import comparison_list, from_frame, from_scores, to_comparisons, to_cube
 from .cube import ScoreCubeError, score_cube, validate_score_cube
+from .claims import claim_test
 from .headline import summary
+from .planning import plan_test
+from .systems import stack_systems
 
 try:
     __version__ = version("bioxr")
@@ -50,6 +56,8 @@ __all__ = [
     "to_cube",
     "bootstrap",
     "candidates",
+    "claim_test",
+    "claims",
     "correlation",
     "cube",
     "demographics",
@@ -62,9 +70,13 @@ __all__ = [
     "identification",
     "intervals",
     "outcomes",
+    "plan_test",
+    "planning",
     "score_cube",
     "simulate",
+    "stack_systems",
     "summary",
+    "systems",
     "validate_score_cube",
     "verification",
 ]

@@ -14,13 +14,17 @@ from . import bootstrap as _bootstrap
 from . import comparisons as _comparisons
 from . import correlation as _correlation
 from . import demographics as _demographics
+from . import claims as _claims
 from . import design as _design
+from . import deveval as _deveval
 from . import failures as _failures
 from . import gallery as _gallery
 from . import generative as _generative
+from . import headline as _headline
 from . import identification as _identification
 from . import intervals as _intervals
 from . import outcomes as _outcomes
+from . import systems as _systems
 from . import verification as _verification
 
 __all__ = ["BioAccessor"]
@@ -236,6 +240,62 @@ class BioAccessor:
             self._obj, threshold, rank=rank, impostors=impostors, n_replicates=n_replicates, level=level, seed=seed,
             interval=interval, gallery_variance=gallery_variance,
         )
+
+    def choose_threshold(self, *, criterion: str = "eer", value=None, convention: str = "bioxr",
+                         failure_policy: str = "exclude") -> xr.Dataset:
+        """Thresholds chosen on these (development) scores; see :func:`bioxr.deveval.choose_threshold`."""
+        return _deveval.choose_threshold(self._obj, criterion=criterion, value=value, convention=convention,
+                                         failure_policy=failure_policy)
+
+    def dev_eval(self, evaluation, *, criterion: str = "eer", value=None, convention: str = "bioxr",
+                 interval: str = "subject", level: float = 0.95, n_replicates: int = 2000, seed=0,
+                 failure_policy: str = "exclude") -> xr.Dataset:
+        """These (development) scores' thresholds applied to ``evaluation``; see :func:`bioxr.deveval.dev_eval`."""
+        return _deveval.dev_eval(self._obj, evaluation, criterion=criterion, value=value, convention=convention,
+                                 interval=interval, level=level, n_replicates=n_replicates, seed=seed,
+                                 failure_policy=failure_policy)
+
+    def epc(self, evaluation, *, costs=11, convention: str = "bioxr", interval: str = "none", level: float = 0.95,
+            n_replicates: int = 2000, seed=0, failure_policy: str = "exclude") -> xr.Dataset:
+        """The expected performance curve on ``evaluation``; see :func:`bioxr.deveval.epc`."""
+        return _deveval.epc(self._obj, evaluation, costs=costs, convention=convention, interval=interval, level=level,
+                            n_replicates=n_replicates, seed=seed, failure_policy=failure_policy)
+
+    def summary(self, *, fmr=_headline.FMR_TARGETS, fnmr=(0.01, 0.1), fpir=(0.01, 0.001),
+                eer_methods=_headline.EER_METHODS, identification: bool = True, intervals: bool = True,
+                level: float = 0.95, n_replicates: int = 1000, seed=0, failure_policy: str = "exclude") -> xr.Dataset:
+        """Every headline number in one table; see :func:`bioxr.headline.summary`."""
+        return _headline.summary(self._obj, fmr=fmr, fnmr=fnmr, fpir=fpir, eer_methods=eer_methods,
+                                 identification=identification, intervals=intervals, level=level,
+                                 n_replicates=n_replicates, seed=seed, failure_policy=failure_policy)
+
+    def claim_test(self, *, fmr=None, fnmr=None, threshold=None, level: float = 0.8, method="auto",
+                   n_replicates: int = 2000, seed=0, failure_policy: str = "exclude") -> xr.Dataset:
+        """Test claims "FMR <= r" / "FNMR <= r" by one-sided bounds; see :func:`bioxr.claims.claim_test`."""
+        return _claims.claim_test(self._obj, fmr=fmr, fnmr=fnmr, threshold=threshold, level=level, method=method,
+                                  n_replicates=n_replicates, seed=seed, failure_policy=failure_policy)
+
+    def paired_difference(self, statistic: str = "eer", *, dim: str = "system", baseline=None, pairs: str = "baseline",
+                          method: str | None = None, convention: str = "bioxr", fmr=None, threshold=None,
+                          n_replicates: int = 2000, level: float = 0.95, seed=0, adjust: str = "holm",
+                          fmr_variance: str = "moments", failure_policy: str = "exclude") -> xr.Dataset:
+        """Paired subject-bootstrap differences of systems; see :func:`bioxr.systems.paired_difference`."""
+        return _systems.paired_difference(
+            self._obj, statistic, dim=dim, baseline=baseline, pairs=pairs, method=method, convention=convention,
+            fmr=fmr, threshold=threshold, n_replicates=n_replicates, level=level, seed=seed, adjust=adjust,
+            fmr_variance=fmr_variance, failure_policy=failure_policy)
+
+    def mcnemar_test(self, threshold, *, dim: str = "system", kind: str = "both", cluster: bool = True, baseline=None,
+                     pairs: str = "baseline", adjust: str = "holm", failure_policy: str = "exclude") -> xr.Dataset:
+        """McNemar's test on paired decisions of systems; see :func:`bioxr.systems.mcnemar_test`."""
+        return _systems.mcnemar_test(self._obj, threshold, dim=dim, kind=kind, cluster=cluster, baseline=baseline,
+                                     pairs=pairs, adjust=adjust, failure_policy=failure_policy)
+
+    def system_bands(self, *, dim: str = "system", n_replicates: int = 1000, level: float = 0.95, seed=0,
+                     failure_policy: str = "exclude", **options) -> xr.Dataset:
+        """Each system's DET band, stacked; see :func:`bioxr.systems.system_bands`."""
+        return _systems.system_bands(self._obj, dim=dim, n_replicates=n_replicates, level=level, seed=seed,
+                                     failure_policy=failure_policy, **options)
 
     def dichotomize(self, *, rank=None, threshold=None, ties: str = "strict") -> xr.DataArray:
         """Binary success per probe; see :func:`bioxr.design.dichotomize`."""

@@ -301,3 +301,105 @@ def _photohead_dask(shape, chunks, params):
         delayed = dask.delayed(_photohead_block, pure=True)(c0, c1, **params)
         blocks.append(da.from_delayed(delayed, (shape[0], shape[1], c1 - c0, shape[3]), dtype=np.float32))
     return da.concatenate(blocks, axis=2)
+
+
+def systems(
+    n_subjects: int = 100,
+    n_samples: int = 2,
+    *,
+    n_systems: int = 2,
+    shift=0.0,
+    noise: float = 0.5,
+    mated_mean: float = 3.0,
+    subject_sd: float = 0.7,
+    subject_system_sd: float = 0.0,
+    seed=0,
+) -> xr.DataArray:
+    """Several correlated matchers scored on the same comparisons of the same subjects.
+
+    One latent experiment is shared by every system: a subject effect
+    ``u_s ~ N(0, subject_sd)`` on its mated scores and a comparison effect
+    ``e ~ N(0, 1)`` on every score. System ``k`` sees the same comparison
+    through its own independent noise ``eps_k ~ N(0, noise)``, rescaled so
+    that its non-mated scores stay N(0, 1), and a subject may suit one
+    system better than another (``v_sk ~ N(0, subject_system_sd)``)::
+
+        score_k = mated * (mated_mean + shift_k + u_s + v_sk) + (e + eps_k) / sqrt(1 + noise**2)
+
+    With ``shift=0`` the systems are the same system plus independent
+    noise: their rates have the same distribution (the null hypothesis of
+    a paired comparison), and their errors are correlated through ``u``
+    and ``e``. A ``shift`` moves system ``k``'s mated scores up by ``k *
+    shift`` (a number) or ``shift[k]`` (a sequence): a known difference.
+
+    Parameters
+    ----------
+    n_subjects, n_samples : int
+        Subjects (one enrolled reference each) and probe samples per subject.
+    n_systems : int, keyword-only
+        Systems, labelled ``"A"``, ``"B"``, ...
+    shift : float or sequence of float, keyword-only
+    noise : float, keyword-only
+        Standard deviation of each system's own noise, relative to the
+        shared comparison effect (0: identical systems).
+    mated_mean, subject_sd : float, keyword-only
+        As in :func:`gaussian`.
+    subject_system_sd : float, keyword-only
+        Standard deviation of the subject-by-system effect ``v_sk`` on the
+        mated scores: which subjects a system finds hard is then partly
+        its own (the errors of one subject lean to one system).
+    seed : int, SeedSequence or Generator, keyword-only
+
+    Returns
+    -------
+    xarray.DataArray
+        Dims ``("system", "probe", "reference")``, coordinates as in
+        :func:`gaussian` (``subject`` on ``probe``, ``reference_subject`` on
+        ``reference``) and ``system``; attrs ``simulator``.
+
+    Examples
+    --------
+    >>> from bioxr import simulate
+    >>> cube = simulate.systems(n_subjects=5, n_samples=2, seed=3)
+    >>> dict(cube.sizes), cube.system.values.tolist()
+    ({'system': 2, 'probe': 10, 'reference': 5}, ['A', 'B'])
+    >>> bool((simulate.systems(5, 2, seed=3) == cube).all())
+    True
+    """
+    if int(n_systems) < 2:
+        raise ValueError(f"n_systems={n_systems!r}; a comparison needs at least 2 systems.")
+    n_systems = int(n_systems)
+    if n_systems > 26:
+        raise ValueError(f"n_systems={n_systems}; at most 26 systems (labelled 'A' to 'Z').")
+    shifts = np.asarray(shift, dtype=float)
+    if shifts.ndim == 0:
+        shifts = float(shifts) * np.arange(n_systems)
+    elif shifts.shape != (n_systems,):
+        raise ValueError(f"shift has shape {shifts.shape}; give one number (system k shifted by k * shift) or "
+                         f"one per system ({n_systems}).")
+    if not noise >= 0:
+        raise ValueError(f"noise={noise!r}; give a standard deviation >= 0.")
+    root = _entropy(seed)
+    # the layout and labels of gaussian(); its scores (mated_mean 0, no subject effect) are the shared e
+    base = gaussian(n_subjects, n_samples, mated_mean=0.0, subject_sd=0.0, seed=root)
+    u = _rng(root, 1).normal(0.0, subject_sd, n_subjects)
+    v = _rng(root, 3).normal(0.0, subject_system_sd, (n_systems, n_subjects))
+    subject_index = pd.Index(np.asarray(base["reference_subject"].values))
+    code = subject_index.get_indexer(np.asarray(base["subject"].values))
+    mated = (np.asarray(base["subject"].values)[:, None] == np.asarray(base["reference_subject"].values)[None, :])
+    e = np.asarray(base.values)
+    scale = 1.0 / np.sqrt(1.0 + noise**2)
+    out = np.empty((n_systems,) + e.shape)
+    for k in range(n_systems):
+        eps = _rng(root, 2, k).normal(0.0, noise, e.shape) if noise > 0 else 0.0
+        out[k] = (e + eps) * scale + mated * (mated_mean + shifts[k] + u[code] + v[k, code])[:, None]
+    names = [chr(ord("A") + k) for k in range(n_systems)]
+    cube = xr.concat([base.copy(data=out[k]) for k in range(n_systems)], dim="system").assign_coords(
+        system=np.array(names))
+    cube.attrs = {**base.attrs, "simulator": (f"bioxr.simulate.systems(n_systems={n_systems}, shift={shifts.tolist()}, "
+                                              f"noise={noise}, mated_mean={mated_mean}, subject_sd={subject_sd}, "
+                                              f"subject_system_sd={subject_system_sd})")}
+    return cube
+
+
+__all__ += ["systems"]

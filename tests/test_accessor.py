@@ -20,17 +20,21 @@ import xarray as xr
 import bioxr
 from bioxr import (
     bootstrap,
+    claims,
     comparisons,
     correlation,
     demographics,
     design,
+    deveval,
     failures,
     gallery,
     generative,
+    headline,
     identification,
     intervals,
     outcomes,
     simulate,
+    systems,
     verification,
 )
 from bioxr.accessor import BioAccessor
@@ -127,7 +131,7 @@ def test_accessor_init_does_not_validate_methods_do():
 TOPIC_MODULES = [verification, outcomes] + [
     getattr(bioxr, name)
     for name in ("identification", "gallery", "correlation", "intervals", "bootstrap", "design", "generative", "demographics",
-                 "comparisons", "failures")
+                 "comparisons", "failures", "deveval", "headline", "claims", "systems")
     if hasattr(bioxr, name)
 ]
 
@@ -234,6 +238,14 @@ FUNCTIONS = {
     "gini": demographics.gini,
     "max_min_ratio": demographics.max_min_ratio,
     "best_per_subject": gallery.best_per_subject,
+    "choose_threshold": deveval.choose_threshold,
+    "dev_eval": deveval.dev_eval,
+    "epc": deveval.epc,
+    "summary": headline.summary,
+    "claim_test": claims.claim_test,
+    "paired_difference": systems.paired_difference,
+    "mcnemar_test": systems.mcnemar_test,
+    "system_bands": systems.system_bands,
 }
 
 
@@ -244,6 +256,33 @@ FUNCTIONS = {
 def _plain():
     """A plain similarity matrix: 30 subjects x 3 probes, one reference each."""
     return simulate.gaussian(n_subjects=30, n_samples=3, seed=21)
+
+
+@functools.cache
+def _evaluation():
+    """Evaluation scores for dev/eval cases: other subjects, same matcher."""
+    return simulate.gaussian(n_subjects=30, n_samples=3, seed=31)
+
+
+@functools.cache
+def _systems():
+    """Three correlated systems on the same 20 subjects (a leading system dimension)."""
+    return simulate.systems(n_subjects=20, n_samples=2, n_systems=3, shift=[0.0, -0.3, 0.2], seed=32)
+
+
+@functools.cache
+def _systems_renamed():
+    """Two of them over a dimension named ``matcher``."""
+    return _systems().isel(system=[0, 1]).rename(system="matcher")
+
+
+@functools.cache
+def _systems_failed():
+    """Two systems, the second with two failed acquisitions (failures differ between systems, as they do)."""
+    cube = _systems().isel(system=[0, 1])
+    failed = np.zeros((2, cube.sizes["probe"]), dtype=bool)
+    failed[1, [7, 9]] = True
+    return cube.assign_coords(failed_acquisition=(("system", "probe"), failed))
 
 
 @functools.cache
@@ -411,6 +450,7 @@ class Later:
 
 
 S = Later(_synthetic)
+EV = Later(_evaluation)
 S0 = Later(_synthetic_sample)
 
 CASES = [
@@ -519,6 +559,38 @@ CASES = [
     Case("gini", _cohort_rates, kwargs={"dim": "cohort"}),
     Case("max_min_ratio", _group_rates, kwargs={"dim": "cohort"}),
     Case("best_per_subject", _gallery),
+    # dev/eval
+    Case("choose_threshold", _plain, kwargs={"criterion": "fmr", "value": [0.01, 0.1], "convention": "bob"}),
+    Case("choose_threshold", _failed, kwargs={"criterion": "min-hter", "failure_policy": "nist"}),
+    Case("dev_eval", _plain, (EV,), {"criterion": "weighted", "value": [0.3], "convention": "bob",
+                                     "interval": "binomial", "level": 0.8}),
+    Case("dev_eval", _failed, (EV,), {"failure_policy": "nist", **B}),
+    Case("epc", _plain, (EV,), {"costs": [0.2, 0.7], "convention": "bob", "interval": "binomial", "level": 0.8}),
+    Case("epc", _failed, (EV,), {"costs": 3, "interval": "subject", "failure_policy": "nist", **B}),
+    # the summary table
+    Case("summary", _plain, kwargs={"fmr": (0.05,), "fnmr": (0.2,), "eer_methods": ("nearest",),
+                                    "identification": False, "level": 0.8, **B}),
+    Case("summary", _open_plain, kwargs={"fpir": (0.1,), "eer_methods": (), "fmr": (), "fnmr": (), **B}),
+    Case("summary", _failed, kwargs={"intervals": False, "failure_policy": "nist"}),
+    # claims
+    Case("claim_test", _plain, kwargs={"fmr": 0.05, "fnmr": 0.3, "level": 0.9, "method": "binomial"}),
+    Case("claim_test", _plain, kwargs={"fmr": 0.05, "threshold": 1.5, "method": "subject", **B}),
+    Case("claim_test", _failed, kwargs={"fnmr": 0.3, "threshold": 2.0, "failure_policy": "nist"}),
+    # systems on the same subjects
+    Case("paired_difference", _systems, ("fnmr_at_fmr",), {"fmr": [0.05, 0.2], "baseline": "B", "pairs": "all",
+                                                          "adjust": "bonferroni", "level": 0.8, **B}),
+    Case("paired_difference", _systems, kwargs={"method": "interpolated", **B}),
+    Case("paired_difference", _systems, kwargs={"convention": "bob", **B}),
+    Case("paired_difference", _systems, ("fmr",), {"threshold": 1.0, "fmr_variance": "pigeonhole", **B}),
+    Case("paired_difference", _systems_renamed, kwargs={"dim": "matcher", **B}),
+    Case("paired_difference", _systems_failed, ("fnmr",), {"threshold": 1.5, "failure_policy": "nist", **B}),
+    Case("mcnemar_test", _systems, (1.5,), {"kind": "fnmr", "cluster": False, "baseline": "B", "pairs": "all",
+                                            "adjust": "none"}),
+    Case("mcnemar_test", _systems_failed, (1.5,), {"failure_policy": "nist"}),
+    Case("mcnemar_test", _systems_renamed, (1.5,), {"dim": "matcher"}),
+    Case("system_bands", _systems, kwargs={"level": 0.8, **B}),
+    Case("system_bands", _systems_renamed, kwargs={"dim": "matcher", **B}),
+    Case("system_bands", _systems_failed, kwargs={"failure_policy": "nist", **B}),
 ]
 
 

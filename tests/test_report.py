@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import bioxr.headline
+import xarray as xr
 from bioxr import __main__ as cli
 from bioxr import report
 
@@ -508,3 +509,18 @@ def test_every_report_writes_its_summary_table(simulated):
 
     assert float(eer.value.iloc[0]) == float(xr.open_dataset(out / "verification_err.nc").eer)
     assert "Summary table" in (out / "verification.html").read_text()
+
+
+def test_comparison_report_narrates_the_paired_differences(tmp_path):
+    out = tmp_path / "cmp"
+    proc = run_cli("report", "comparison", "-p", "n_subjects", "40", "-p", "n_replicates", "300", "-p", "seed", "2",
+                   "-p", "names", "old,new", "-p", "fmr_target", "0.01", "-o", out, timeout=400)
+    assert proc.returncode == 0, proc.stderr
+    html = (out / "comparison.html").read_text()
+    diff = xr.open_dataset(out / "comparison_d_eer.nc")
+    lo, hi = diff.difference_interval.values[0]
+    assert f"new - old = {100 * float(diff.difference[0]):+.2f} points" in html
+    assert f"{100 * lo:+.2f} to {100 * hi:+.2f}" in html
+    assert "with subjects as clusters" in html and "data:image/svg+xml;base64," in html
+    table = bioxr.headline.read_csv(out / "summary.csv")
+    assert sorted(set(table.system)) == ["new", "old"]

@@ -18,6 +18,7 @@ Identification (:mod:`bioxr.plot.identification`):
 - :func:`cmc_chart`: the CMC (identification rate against rank), optionally
   with a bootstrap band;
 - :func:`open_set_chart`: the open-set DET (FNIR against FPIR).
+- :func:`systems_det_chart`: several systems' DET curves with their bands on one chart, with the paired differences.
 
 Uncertainty (:mod:`bioxr.plot.uncertainty`):
 
@@ -46,6 +47,7 @@ from ._axes import MAX_POINTS, SIZE, _thin, probit
 from ._render import VL_VERSION, render_svg, save_html, save_png, save_svg, to_html
 from .facets import facet_chart
 from .identification import cmc_chart, open_set_chart
+from .systems import systems_det_chart
 from .uncertainty import design_chart, design_ratio_chart
 from .verification import det_chart, rates_chart, roc_chart, score_histogram
 
@@ -57,6 +59,7 @@ __all__ = [
     "rates_chart",
     "cmc_chart",
     "open_set_chart",
+    "systems_det_chart",
     "design_chart",
     "design_ratio_chart",
     "probit",
