@@ -20,6 +20,7 @@ them. Topic modules hold the pure functions:
 - :mod:`bioxr.claims`: certification claims "rate <= r" tested by one-sided, design-aware bounds;
 - :mod:`bioxr.planning`: the subjects (and comparisons) a test needs for a claim to pass;
 - :mod:`bioxr.systems`: two or more systems on the same subjects (stacking, paired differences, McNemar);
+- :mod:`bioxr.calibration`: minDCF, actDCF, Cllr and minCllr (PAV), with subject-bootstrap intervals;
 - :mod:`bioxr.design`: the Micheals-Boult study of which sample design the data follow;
 - :mod:`bioxr.deveval`: thresholds from development data applied to evaluation data, the HTER and the EPC;
 - :mod:`bioxr.generative`: specificity and generalisation of a generative model;
@@ -32,7 +33,7 @@ them. Topic modules hold the pure functions:
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import accessor, bootstrap, candidates, claims, comparisons, correlation, cube, demographics, design, deveval, failures, gallery, generative, headline, identification, intervals, outcomes, planning, simulate, systems, verification
+from . import accessor, bootstrap, calibration, candidates, claims, comparisons, correlation, cube, demographics, design, deveval, failures, gallery, generative, headline, identification, intervals, outcomes, planning, simulate, systems, verification
 from .comparisons import comparison_list, from_frame, from_scores, to_comparisons, to_cube
 from .cube import ScoreCubeError, score_cube, validate_score_cube
 from .claims import claim_test
@@ -55,6 +56,7 @@ __all__ = [
     "to_comparisons",
     "to_cube",
     "bootstrap",
+    "calibration",
     "candidates",
     "claim_test",
     "claims",

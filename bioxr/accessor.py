@@ -11,6 +11,7 @@ from __future__ import annotations
 import xarray as xr
 
 from . import bootstrap as _bootstrap
+from . import calibration as _calibration
 from . import comparisons as _comparisons
 from . import correlation as _correlation
 from . import demographics as _demographics
@@ -296,6 +297,33 @@ class BioAccessor:
         """Each system's DET band, stacked; see :func:`bioxr.systems.system_bands`."""
         return _systems.system_bands(self._obj, dim=dim, n_replicates=n_replicates, level=level, seed=seed,
                                      failure_policy=failure_policy, **options)
+
+    def dcf(self, *, p_target=0.01, c_miss=1.0, c_fa=1.0, llr: bool = False, dim=None,
+            failure_policy: str = "exclude") -> xr.Dataset:
+        """minDCF (and actDCF for LLR scores); see :func:`bioxr.calibration.dcf`."""
+        return _calibration.dcf(self._obj, p_target=p_target, c_miss=c_miss, c_fa=c_fa, llr=llr, dim=dim,
+                                failure_policy=failure_policy)
+
+    def cllr(self, *, llr: bool = False, dim=None, failure_policy: str = "exclude") -> xr.Dataset:
+        """minCllr (and Cllr for LLR scores); see :func:`bioxr.calibration.cllr`."""
+        return _calibration.cllr(self._obj, llr=llr, dim=dim, failure_policy=failure_policy)
+
+    def dcf_interval(self, *, p_target=0.01, c_miss=1.0, c_fa=1.0, llr: bool = False, n_replicates: int = 2000,
+                     level: float = 0.95, seed=0, nonmated_weights: str = "pigeonhole", interval: str = "corrected",
+                     failure_policy: str = "exclude") -> xr.Dataset:
+        """minDCF and actDCF with subject-bootstrap intervals; see :func:`bioxr.calibration.dcf_interval`."""
+        return _calibration.dcf_interval(self._obj, p_target=p_target, c_miss=c_miss, c_fa=c_fa, llr=llr,
+                                         n_replicates=n_replicates, level=level, seed=seed,
+                                         nonmated_weights=nonmated_weights, interval=interval,
+                                         failure_policy=failure_policy)
+
+    def cllr_interval(self, *, llr: bool = False, n_replicates: int = 2000, level: float = 0.95, seed=0,
+                      nonmated_weights: str = "pigeonhole", interval: str = "corrected",
+                      failure_policy: str = "exclude") -> xr.Dataset:
+        """minCllr and Cllr with subject-bootstrap intervals; see :func:`bioxr.calibration.cllr_interval`."""
+        return _calibration.cllr_interval(self._obj, llr=llr, n_replicates=n_replicates, level=level, seed=seed,
+                                          nonmated_weights=nonmated_weights, interval=interval,
+                                          failure_policy=failure_policy)
 
     def dichotomize(self, *, rank=None, threshold=None, ties: str = "strict") -> xr.DataArray:
         """Binary success per probe; see :func:`bioxr.design.dichotomize`."""

@@ -20,6 +20,7 @@ import xarray as xr
 import bioxr
 from bioxr import (
     bootstrap,
+    calibration,
     claims,
     comparisons,
     correlation,
@@ -131,7 +132,7 @@ def test_accessor_init_does_not_validate_methods_do():
 TOPIC_MODULES = [verification, outcomes] + [
     getattr(bioxr, name)
     for name in ("identification", "gallery", "correlation", "intervals", "bootstrap", "design", "generative", "demographics",
-                 "comparisons", "failures", "deveval", "headline", "claims", "systems")
+                 "comparisons", "failures", "deveval", "headline", "claims", "systems", "calibration")
     if hasattr(bioxr, name)
 ]
 
@@ -246,6 +247,10 @@ FUNCTIONS = {
     "paired_difference": systems.paired_difference,
     "mcnemar_test": systems.mcnemar_test,
     "system_bands": systems.system_bands,
+    "dcf": calibration.dcf,
+    "cllr": calibration.cllr,
+    "dcf_interval": calibration.dcf_interval,
+    "cllr_interval": calibration.cllr_interval,
 }
 
 
@@ -591,6 +596,19 @@ CASES = [
     Case("system_bands", _systems, kwargs={"level": 0.8, **B}),
     Case("system_bands", _systems_renamed, kwargs={"dim": "matcher", **B}),
     Case("system_bands", _systems_failed, kwargs={"failure_policy": "nist", **B}),
+    # cost and calibration
+    Case("dcf", _plain, kwargs={"p_target": [0.05, 0.2], "c_miss": 2.0, "c_fa": 3.0, "llr": True}),
+    Case("dcf", _multi, kwargs={"dim": KEEP}),
+    Case("dcf", _failed, kwargs={"failure_policy": "nist"}),
+    Case("cllr", _plain, kwargs={"llr": True}),
+    Case("cllr", _multi, kwargs={"dim": KEEP}),
+    Case("cllr", _failed, kwargs={"failure_policy": "nist"}),
+    Case("dcf_interval", _plain, kwargs={"p_target": 0.1, "c_miss": 2.0, "c_fa": 3.0, "llr": True, "level": 0.8,
+                                         "nonmated_weights": "probe", "interval": "percentile", **B}),
+    Case("dcf_interval", _failed, kwargs={"failure_policy": "nist", **B}),
+    Case("cllr_interval", _plain, kwargs={"llr": True, "level": 0.8, "nonmated_weights": "probe",
+                                          "interval": "percentile", **B}),
+    Case("cllr_interval", _failed, kwargs={"failure_policy": "nist", **B}),
 ]
 
 

@@ -1,0 +1,125 @@
+"""The studentised widening of the Cllr and minCllr intervals: per-replicate cluster-robust variances.
+
+A replicate's Cllr is ``1/2 (A / T + B / N)``, sums over its weighted
+comparisons of the costs (``A``, ``B``) and of the weights (``T``, ``N``).
+Its linearisation over the drawn subjects is exact and cheap: a drawn copy
+of subject ``i`` has the influence
+
+    psi_i = 1/2 [sum_{mated of i} (c - C_m) / T + sum_{non-mated of i} v (c - C_n) / N]
+
+(``C_m = A / T``, ``C_n = B / N``; a non-mated comparison counts for its
+probe subject with weight ``v = 1`` under ``"probe"``, and under
+``"pigeonhole"`` for both its subjects, each time weighted by the other
+subject's draws: the crossed form, METHODS.md section 12, whose ``sum_i
+Z_i^2`` holds the U-statistic's ``4 zeta_1 / n``), and the replicate's
+variance is ``V = n / (n - 1) sum_i w_i psi_i^2`` (the sandwich, or
+cluster-robust, variance; ``n`` subjects drawn). For minCllr the costs are
+those of the replicate's own PAV calibration, held fixed: the refit moves
+the costs only to second order (the PAV LLRs are the minimisers).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def pav_costs(t: np.ndarray, n: np.ndarray):
+    """PAV of run weights ``t`` (mated), ``n`` (non-mated): minCllr and every run's mated and non-mated cost (bits).
+
+    The same pooling as :func:`bioxr.calibration._point._pav`, keeping
+    which block each run falls in; a run's costs are its block's,
+    ``log2(1 + e^-LLR)`` and ``log2(1 + e^LLR)`` with ``LLR = log(t_b /
+    n_b) - log(T / N)``; a cost with no weight behind it (a one-class end
+    block, a run not drawn) is 0.
+    """
+    bt: list[float] = []
+    bn: list[float] = []
+    size: list[int] = []  # runs per block, those without weight included
+    pending = 0  # leading runs without weight, given to the first block
+    for ti, ni in zip(t.tolist(), n.tolist()):
+        if ti + ni <= 0:
+            if size:
+                size[-1] += 1
+            else:
+                pending += 1
+            continue
+        k = 1
+        while bt and bt[-1] * ni >= ti * bn[-1]:
+            ti += bt.pop()
+            ni += bn.pop()
+            k += size.pop()
+        bt.append(ti)
+        bn.append(ni)
+        size.append(k)
+    if not size:
+        return np.nan, np.zeros(t.size), np.zeros(t.size)
+    size[0] += pending
+    bt_a, bn_a = np.asarray(bt), np.asarray(bn)
+    big_t, big_n = bt_a.sum(), bn_a.sum()
+    if big_t <= 0 or big_n <= 0:
+        return np.nan, np.zeros(t.size), np.zeros(t.size)
+    both = bt_a * big_n + bn_a * big_t
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cost_t = np.where(bt_a > 0, np.log2(both / (bt_a * big_n)), 0.0)
+        cost_n = np.where(bn_a > 0, np.log2(both / (bn_a * big_t)), 0.0)
+    value = float((bt_a @ cost_t / big_t + bn_a @ cost_n / big_n) / 2)
+    sizes = np.asarray(size)
+    return value, np.repeat(cost_t, sizes), np.repeat(cost_n, sizes)
+
+
+class CostVariance:
+    """Cluster-robust variance of a Cllr from per-comparison costs, for replicate subject weights.
+
+    ``pu_m``: the subject of each mated comparison; ``pu_n``, ``ru_n``: the
+    probe and reference subjects of each non-mated one; ``pigeonhole``: a
+    non-mated comparison weighted by both subjects' draws (else by its
+    probe subject's).
+    """
+
+    def __init__(self, pu_m, pu_n, ru_n, n_units: int, pigeonhole: bool):
+        self.pu_m, self.pu_n, self.ru_n = pu_m, pu_n, ru_n
+        self.n, self.pigeonhole = n_units, pigeonhole
+
+    def __call__(self, w: np.ndarray, cost_m: np.ndarray, cost_n: np.ndarray) -> float:
+        n = self.n
+        wm = w[self.pu_m]
+        big_t = wm.sum()
+        wp = w[self.pu_n]
+        v = wp * w[self.ru_n] if self.pigeonhole else wp
+        big_n = v.sum()
+        if big_t <= 0 or big_n <= 0 or n < 2:
+            return np.nan
+        em = cost_m - (wm @ cost_m) / big_t
+        en = cost_n - (v @ cost_n) / big_n
+        psi = np.bincount(self.pu_m, weights=em, minlength=n) / big_t
+        if self.pigeonhole:
+            z = np.bincount(self.pu_n, weights=w[self.ru_n] * en, minlength=n)
+            z += np.bincount(self.ru_n, weights=wp * en, minlength=n)
+        else:
+            z = np.bincount(self.pu_n, weights=en, minlength=n)
+        psi = (psi + z / big_n) / 2
+        return float(n / (n - 1) * (w @ psi**2))
+
+
+def studentized_union(bounds, point, reps, var_reps, *, level: float, center=None, shift: float = 0.0,
+                      cap: float = np.inf) -> np.ndarray:
+    """Widen ``bounds`` (2,) to the calibrated bootstrap-t interval where it is defined; never narrower.
+
+    ``u_b = (r_b - center) sqrt(mean(V) / V_b)`` over the replicates
+    ``r_b`` with variances ``V_b`` (``center`` the estimate, or for a
+    minimum the replicates' mean), the interval ``[point - u_{1-a} + shift,
+    point - u_a + shift]`` clipped to ``[0, cap]``, and the union with
+    ``bounds`` (the lower of the lower bounds, the higher of the upper
+    ones), as :func:`bioxr.bootstrap.curves._studentized_union`. Left as it
+    is where a replicate or a variance is not finite and positive.
+    """
+    reps, var_reps = np.asarray(reps, dtype=float), np.asarray(var_reps, dtype=float)
+    out = np.array(bounds, dtype=float, copy=True)
+    if (not np.all(np.isfinite(out)) or not np.isfinite(point) or not np.all(np.isfinite(reps))
+            or not np.all(np.isfinite(var_reps)) or not np.all(var_reps > 0)):
+        return out
+    alpha = (1 - level) / 2
+    u = (reps - (point if center is None else center)) * np.sqrt(np.mean(var_reps) / var_reps)
+    u_lo, u_hi = np.quantile(u, [alpha, 1 - alpha])
+    lo, hi = np.clip([point - u_hi + shift, point - u_lo + shift], 0.0, cap)
+    return np.array([min(out[0], lo), max(out[1], hi)])
