@@ -18,6 +18,7 @@ them. Topic modules hold the pure functions:
 - :mod:`bioxr.correlation`: intra-class correlation and design-aware FNMR intervals;
 - :mod:`bioxr.bootstrap`: subject bootstrap by sufficient statistics;
 - :mod:`bioxr.claims`: certification claims "rate <= r" tested by one-sided, design-aware bounds;
+- :mod:`bioxr.certification`: a claim's verdict, its table and the next test planned from it;
 - :mod:`bioxr.planning`: the subjects (and comparisons) a test needs for a claim to pass;
 - :mod:`bioxr.systems`: two or more systems on the same subjects (stacking, paired differences, McNemar);
 - :mod:`bioxr.calibration`: minDCF, actDCF, Cllr and minCllr (PAV), with subject-bootstrap intervals;
@@ -33,7 +34,7 @@ them. Topic modules hold the pure functions:
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import accessor, bootstrap, calibration, candidates, claims, comparisons, correlation, cube, demographics, design, deveval, failures, gallery, generative, headline, identification, intervals, outcomes, planning, simulate, systems, verification
+from . import accessor, bootstrap, calibration, candidates, certification, claims, comparisons, correlation, cube, demographics, design, deveval, failures, gallery, generative, headline, identification, intervals, outcomes, planning, simulate, systems, verification
 from .comparisons import comparison_list, from_frame, from_scores, to_comparisons, to_cube
 from .cube import ScoreCubeError, score_cube, validate_score_cube
 from .claims import claim_test
@@ -58,6 +59,7 @@ __all__ = [
     "bootstrap",
     "calibration",
     "candidates",
+    "certification",
     "claim_test",
     "claims",
     "correlation",

@@ -325,7 +325,7 @@ def describe(table: xr.Dataset) -> str:
     >>> import bioxr
     >>> table = bioxr.summary(bioxr.simulate.gaussian(n_subjects=60, seed=0), intervals=False)
     >>> print(bioxr.headline.describe(table).split(". ")[0])
-    The table holds 11 of its 16 numbers
+    The table holds 11 of its 16 numbers, as point values (no intervals)
     """
     frame = to_frame(table)
     done = np.isfinite(frame["value"].to_numpy(dtype=float))

@@ -342,6 +342,14 @@ def corrected(reps, point, level):
     return np.clip(np.quantile(reps, [a, 1 - a], axis=0) - (1 + 1 / (2 ** (2 / 3) - 1)) * b, 0, 1).T
 
 
+def union(bounds, center, dev, var, level):
+    """The union of ``bounds`` with the calibrated bootstrap-t interval, written out: ``center - quantiles of u``."""
+    var = np.asarray(var, dtype=float)
+    u = np.asarray(dev, dtype=float) * np.sqrt(var.mean() / var)
+    a = (1 - level) / 2
+    return np.array([min(bounds[0], center - np.quantile(u, 1 - a)), max(bounds[1], center - np.quantile(u, a))])
+
+
 def test_intervals_contain_the_point_seeded_and_level_forwarded(cube):
     kw = {"p_target": [0.01, 0.1], "llr": True, "n_replicates": 400}
     with pytest.warns(bioxr._core.FewReplicatesWarning, match="1,000"):  # check_replicates sees the level
@@ -373,14 +381,95 @@ def test_intervals_contain_the_point_seeded_and_level_forwarded(cube):
     for name in ("min_cllr", "cllr"):
         lo, hi = c[f"{name}_interval"].values
         assert lo <= c[name].item() <= hi and lo < hi
-    r = c.min_cllr_replicates.values[:, None]
-    np.testing.assert_allclose(c.min_cllr_interval.values, corrected(r, c.min_cllr.item(), 0.95)[0])
-    np.testing.assert_allclose(c.cllr_interval.values, np.quantile(c.cllr_replicates, [0.025, 0.975]))
+    r = c.min_cllr_replicates.values
+    shifted = corrected(r[:, None], c.min_cllr.item(), 0.95)[0]
+    bias = (r.mean() - c.min_cllr.item()) / (2 ** (2 / 3) - 1)
+    np.testing.assert_allclose(c.min_cllr_bias, bias)
+    np.testing.assert_allclose(c.min_cllr_interval.values,
+                               union(shifted, c.min_cllr.item() - bias, r - r.mean(), c.min_cllr_replicate_variance, 0.95))
+    q = np.quantile(c.cllr_replicates, [0.025, 0.975])
+    np.testing.assert_allclose(c.cllr_interval.values,
+                               union(q, c.cllr.item(), c.cllr_replicates - c.cllr, c.cllr_replicate_variance, 0.95))
+    plain = cal.cllr_interval(cube, llr=True, n_replicates=400, seed=3, interval="percentile")
+    np.testing.assert_allclose(plain.cllr_interval.values, q)
+    np.testing.assert_allclose(plain.min_cllr_interval.values, np.quantile(r, [0.025, 0.975]))
+    assert "cllr_replicate_variance" not in plain
     xr.testing.assert_identical(c, cal.cllr_interval(cube, llr=True, n_replicates=400, seed=3))
     assert not np.array_equal(c.min_cllr_replicates, cal.cllr_interval(cube, n_replicates=400, seed=5).min_cllr_replicates)
     ch = cal.cllr_interval(cube, llr=True, n_replicates=400, seed=3, level=0.5, interval="percentile")
     assert np.diff(ch.cllr_interval.values) < np.diff(c.cllr_interval.values)
     np.testing.assert_allclose(ch.min_cllr_interval.values, np.quantile(ch.min_cllr_replicates.values, [0.25, 0.75]))
+
+
+@pytest.mark.parametrize("scheme", ["pigeonhole", "probe"])
+def test_replicate_variance_is_the_sandwich_of_finite_difference_influences(scheme):
+    """V_b = n / (n - 1) sum_i w_i psi_i^2, psi_i = dCllr / dw_i by central differences of the replicate's
+    Cllr (a separate code path) and of its minCllr (PAV refitted: the envelope theorem makes the fixed-cost
+    influence exact to first order)."""
+    rng = np.random.default_rng(5)
+    n = 12
+    s = rng.normal(0, 1, (2 * n, n)) + rng.normal(0, 0.7, n)[None, :]
+    probes = np.repeat(np.arange(n), 2)
+    s[np.arange(2 * n), probes] = 2.0 + rng.normal(0, 1.2, 2 * n)
+    names = np.array([f"s{i:02d}" for i in range(n)])
+    cube = bioxr.score_cube(s, subject=names[probes], reference_subject=names)
+    boot = cal._Bootstrap(cube, "exclude", scheme, llr=True)
+    w = boot.weights(2, seed=1)
+    T, N = boot.sums(w)
+    value, var_min, var_cllr = boot.min_cllr(w, T, N, True)
+    np.testing.assert_allclose(value, [cal._min_cllr_from(T[b], N[b]) for b in range(2)], rtol=1e-12)
+    eps = 1e-6
+    for b in range(2):
+        plus = w[b] + eps * np.eye(n)
+        minus = w[b] - eps * np.eye(n)
+        tp, np_ = boot.sums(plus)
+        tm, nm = boot.sums(minus)
+        psi_c = (boot.cllr(plus, tp, np_) - boot.cllr(minus, tm, nm)) / (2 * eps)
+        psi_m = np.array([cal._min_cllr_from(tp[i], np_[i]) - cal._min_cllr_from(tm[i], nm[i]) for i in range(n)]) / (2 * eps)
+        assert var_cllr[b] == pytest.approx(n / (n - 1) * np.sum(w[b] * psi_c**2), rel=1e-5)
+        assert var_min[b] == pytest.approx(n / (n - 1) * np.sum(w[b] * psi_m**2), rel=1e-4)
+
+
+def test_studentized_union_never_narrower_and_widens_where_the_spread_grows_with_the_level():
+    from bioxr.calibration._studentized import studentized_union
+
+    rng = np.random.default_rng(2)
+    for _ in range(50):  # any replicates, any variances: never narrower than the interval it widens
+        reps = rng.gamma(rng.uniform(0.5, 5), 1.0, 300)
+        var = rng.uniform(0.1, 2.0, 300)
+        bounds = np.quantile(reps, [0.025, 0.975])
+        out = studentized_union(bounds, reps.mean(), reps, var, level=0.95)
+        assert out[0] <= bounds[0] and out[1] >= bounds[1]
+    reps = 1.0 + rng.normal(0, 0.1, 2000)
+    bounds = np.quantile(reps, [0.025, 0.975])
+    flat = studentized_union(bounds, 1.0, reps, np.ones(2000), level=0.95)
+    np.testing.assert_allclose(flat, bounds, atol=0.01)  # symmetric replicates, constant variance: nothing to add
+    grow = studentized_union(bounds, 1.0, reps, reps**4, level=0.95)  # sd ~ level^2: a low sample hides the tail
+    assert grow[1] > bounds[1] + 0.02 and grow[0] == pytest.approx(bounds[0], abs=0.01)
+    nan = studentized_union(bounds, 1.0, reps, np.r_[0.0, np.ones(1999)], level=0.95)
+    np.testing.assert_array_equal(nan, bounds)  # a replicate without variance: left as it is
+
+
+def test_cllr_interval_widens_the_percentile_one_upward_on_skewed_costs():
+    rng = np.random.default_rng(3)
+    n = 60
+    s = rng.normal(-3, 1, (n, n))
+    lamb = np.where(rng.random(n) < 0.1, -5.0, 0.0)  # a few lambs hold most of the mated cost: skewed Cllr
+    s[np.arange(n), np.arange(n)] = 3.0 + lamb + rng.normal(0, 1, n)
+    names = np.array([f"s{i:02d}" for i in range(n)])
+    cube = bioxr.score_cube(s, subject=names, reference_subject=names)
+    kw = {"llr": True, "n_replicates": 500, "seed": 1}
+    with pytest.warns(bioxr._core.FewReplicatesWarning):
+        default, plain = cal.cllr_interval(cube, **kw), cal.cllr_interval(cube, interval="percentile", **kw)
+    for name in ("cllr", "min_cllr"):
+        assert np.corrcoef(default[f"{name}_replicates"], default[f"{name}_replicate_variance"])[0, 1] > 0.5
+    lo, hi = default.cllr_interval.values
+    plo, phi = plain.cllr_interval.values
+    assert lo <= plo and hi > phi + 0.2 * (phi - plo)  # a sample that missed a lamb would under-state Cllr
+    shifted = corrected(plain.min_cllr_replicates.values[:, None], plain.min_cllr.item(), 0.95)[0]
+    lo, hi = default.min_cllr_interval.values
+    assert lo <= shifted[0] and hi > shifted[1] + 0.1 * (shifted[1] - shifted[0])
+    assert "bootstrap-t" in default.attrs["interval"] and "bootstrap-t" not in plain.attrs["interval"]
 
 
 def test_pigeonhole_is_wider_than_probe_only():

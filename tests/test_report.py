@@ -524,3 +524,17 @@ def test_comparison_report_narrates_the_paired_differences(tmp_path):
     assert "with subjects as clusters" in html and "data:image/svg+xml;base64," in html
     table = bioxr.headline.read_csv(out / "summary.csv")
     assert sorted(set(table.system)) == ["new", "old"]
+
+
+def test_certification_report_states_the_verdict_and_the_next_test(tmp_path):
+    out = tmp_path / "cert"
+    proc = run_cli("report", "certification", "-p", "n_subjects", "60", "-p", "n_replicates", "500", "-p", "seed",
+                   "4", "-p", "fmr_claim", "0.01", "-p", "fnmr_claim", "0.2", "-o", out, timeout=400)
+    assert proc.returncode == 0, proc.stderr
+    html = (out / "certification.html").read_text()
+    claim = xr.open_dataset(out / "certification_claim.nc")
+    for k, rate in enumerate(("FMR", "FNMR")):
+        word = "passes" if bool(claim.passes.values[k]) else "fails"
+        assert f"the claim {rate} ≤ {float(claim.claim.values[k]):g} <strong>{word}</strong>" in html
+    assert "The next test" in html and "intra-class correlation" in html
+    assert (out / "summary.csv").is_file()

@@ -21,6 +21,7 @@ the costs only to second order (the PAV LLRs are the minimisers).
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 
 
 def pav_costs(t: np.ndarray, n: np.ndarray):
@@ -68,37 +69,52 @@ def pav_costs(t: np.ndarray, n: np.ndarray):
 
 
 class CostVariance:
-    """Cluster-robust variance of a Cllr from per-comparison costs, for replicate subject weights.
+    """Cluster-robust variances of a Cllr from per-comparison costs, for replicate subject weights.
 
     ``pu_m``: the subject of each mated comparison; ``pu_n``, ``ru_n``: the
     probe and reference subjects of each non-mated one; ``pigeonhole``: a
     non-mated comparison weighted by both subjects' draws (else by its
-    probe subject's).
+    probe subject's). Vectorised over replicates in chunks of a few million
+    comparison-replicates.
     """
 
     def __init__(self, pu_m, pu_n, ru_n, n_units: int, pigeonhole: bool):
         self.pu_m, self.pu_n, self.ru_n = pu_m, pu_n, ru_n
         self.n, self.pigeonhole = n_units, pigeonhole
+        ind = lambda u: sparse.csr_matrix((np.ones(u.size), (u, np.arange(u.size))), shape=(n_units, u.size))
+        self._sm, self._sp, self._sr = ind(pu_m), ind(pu_n), ind(ru_n)
 
-    def __call__(self, w: np.ndarray, cost_m: np.ndarray, cost_n: np.ndarray) -> float:
-        n = self.n
-        wm = w[self.pu_m]
-        big_t = wm.sum()
-        wp = w[self.pu_n]
-        v = wp * w[self.ru_n] if self.pigeonhole else wp
-        big_n = v.sum()
-        if big_t <= 0 or big_n <= 0 or n < 2:
-            return np.nan
-        em = cost_m - (wm @ cost_m) / big_t
-        en = cost_n - (v @ cost_n) / big_n
-        psi = np.bincount(self.pu_m, weights=em, minlength=n) / big_t
-        if self.pigeonhole:
-            z = np.bincount(self.pu_n, weights=w[self.ru_n] * en, minlength=n)
-            z += np.bincount(self.ru_n, weights=wp * en, minlength=n)
-        else:
-            z = np.bincount(self.pu_n, weights=en, minlength=n)
-        psi = (psi + z / big_n) / 2
-        return float(n / (n - 1) * (w @ psi**2))
+    def __call__(self, w: np.ndarray, cost_m: np.ndarray, cost_n: np.ndarray, runs=None) -> np.ndarray:
+        """``V`` per row of ``w`` (replicate, unit); costs per comparison ``(k,)``, or with ``runs = (run_m,
+        run_n)`` per run and replicate ``(replicate, run)``."""
+        n, out = self.n, np.full(w.shape[0], np.nan)
+        if n < 2:
+            return out
+        step = max(1, 4_000_000 // max(self.pu_n.size, 1))
+        for s in range(0, w.shape[0], step):
+            ws = w[s : s + step]
+            if runs is None:
+                cm, cn = cost_m[None, :], cost_n[None, :]
+            else:
+                cm, cn = cost_m[s : s + step][:, runs[0]], cost_n[s : s + step][:, runs[1]]
+            wm = ws[:, self.pu_m]
+            big_t = wm.sum(axis=1, keepdims=True)
+            em = cm - np.sum(wm * cm, axis=1, keepdims=True) / big_t
+            wp = ws[:, self.pu_n]
+            wr = ws[:, self.ru_n]
+            v = wp * wr if self.pigeonhole else wp
+            big_n = v.sum(axis=1, keepdims=True)
+            en = cn - np.sum(v * cn, axis=1, keepdims=True) / big_n
+            em = np.broadcast_to(em, wm.shape)
+            en = np.broadcast_to(en, wp.shape)
+            psi = (self._sm @ em.T).T / big_t
+            if self.pigeonhole:
+                z = (self._sp @ (wr * en).T).T + (self._sr @ (wp * en).T).T
+            else:
+                z = (self._sp @ en.T).T
+            psi = (psi + z / big_n) / 2
+            out[s : s + step] = n / (n - 1) * np.sum(ws * psi**2, axis=1)
+        return out
 
 
 def studentized_union(bounds, point, reps, var_reps, *, level: float, center=None, shift: float = 0.0,
