@@ -160,7 +160,7 @@ def test_zero_hter_has_a_one_sided_interval():
 
 def test_hter_interval_covers_with_independent_comparisons():
     # FMR(t) = 1 - Phi(t), FNMR(t) = Phi(t - 2.5): the true HTER at a fixed threshold is known
-    t, n_exp, hits = 1.6, 250, 0
+    t, n_exp, hits = 1.6, 150, 0
     truth = (norm.sf(t) + norm.cdf(t - 2.5)) / 2
     rng = np.random.default_rng(11)
     dev = bioxr.from_scores([0.0, t], [t - 1.0])  # only carries the given threshold
@@ -168,7 +168,7 @@ def test_hter_interval_covers_with_independent_comparisons():
         ev = bioxr.from_scores(rng.normal(2.5, 1, 60), rng.normal(0, 1, 300))
         lo, hi = deveval.dev_eval(dev, ev, criterion="threshold", value=t, interval="binomial").hter_interval.values[0]
         hits += lo <= truth <= hi
-    assert 0.92 <= hits / n_exp <= 0.98, hits / n_exp
+    assert 0.91 <= hits / n_exp <= 0.99, hits / n_exp  # 150 experiments; the study is benchmarks/dev_eval.py
 
 
 def test_hter_interval_covers_with_subject_effects():

@@ -522,6 +522,7 @@ def test_comparison_report_narrates_the_paired_differences(tmp_path):
     assert f"new - old = {100 * float(diff.difference[0]):+.2f} points" in html
     assert f"{100 * lo:+.2f} to {100 * hi:+.2f}" in html
     assert "with subjects as clusters" in html and "data:image/svg+xml;base64," in html
+    assert not re.findall(r"<(?:script|img|link)\b[^>]*\s(?:src|href)\s*=\s*[\"']?https?:", html)  # offline
     table = bioxr.headline.read_csv(out / "summary.csv")
     assert sorted(set(table.system)) == ["new", "old"]
 
@@ -537,4 +538,5 @@ def test_certification_report_states_the_verdict_and_the_next_test(tmp_path):
         word = "passes" if bool(claim.passes.values[k]) else "fails"
         assert f"the claim {rate} ≤ {float(claim.claim.values[k]):g} <strong>{word}</strong>" in html
     assert "The next test" in html and "intra-class correlation" in html
+    assert not re.findall(r"<(?:script|img|link)\b[^>]*\s(?:src|href)\s*=\s*[\"']?https?:", html)  # offline
     assert (out / "summary.csv").is_file()
