@@ -4,6 +4,7 @@
 
     bioxr report verification -o out/                 # simulated experiment
     bioxr report verification --scores face.csv --missing -1 -o out/
+    bioxr report verification --scores face.csv --missing -1 --pdf -o out/   # and a PDF (needs Chromium)
     bioxr report verification --scores trials.tsv --columns score=llr,subject=spk,reference_subject=enrol \\
         --score-kind similarity --layout list -o out/
     bioxr report identification --scores top20.csv --format candidates -o out/
@@ -68,7 +69,8 @@ def _parser() -> argparse.ArgumentParser:
         "report",
         help="run a report template and render it to self-contained HTML",
         description="Execute a parameterised template notebook with papermill and write the executed "
-        "notebook and one self-contained HTML page into DIR. Values are checked before anything runs.",
+        "notebook and one self-contained HTML page (and, with --pdf, a PDF) into DIR. Values are checked before "
+        "anything runs.",
     )
     rep.add_argument("template", nargs="?", help="template name (see --list)")
     rep.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"), default=[],
@@ -80,7 +82,10 @@ def _parser() -> argparse.ArgumentParser:
                      "--overwrite")
     rep.add_argument("--overwrite", action="store_true", help="replace the earlier report in DIR")
     rep.add_argument("--list", action="store_true", help="list templates and their parameters, then exit")
-    rep.add_argument("--no-html", action="store_true", help="only write the executed notebook")
+    rep.add_argument("--no-html", action="store_true", help="only write the executed notebook (and the PDF with "
+                     "--pdf)")
+    rep.add_argument("--pdf", action="store_true", help="also write NAME.pdf, the page printed on A4 by headless "
+                     "Chromium ($BIOXR_CHROMIUM, or chromium, chromium-browser or google-chrome on PATH)")
     rep.add_argument("--timeout", type=float, default=600, metavar="S", help="seconds allowed per cell (600)")
     sub.add_parser("templates", help="list report templates and their parameters")
     return parser
@@ -123,13 +128,15 @@ def main(argv=None) -> int:
             return _fail(rep, f"give {name} either with {_flag(name)} or with -p {name}, not both.", 2)
         params[name], flags[name] = value, _flag(name)
     try:
-        files = _report.run_report(args.template, args.output, params, html=not args.no_html,
+        files = _report.run_report(args.template, args.output, params, html=not args.no_html, pdf=args.pdf,
                                    timeout=args.timeout, overwrite=args.overwrite)
     except _report.ReportError as err:
         return _fail(rep, _error(err, flags), 2 if isinstance(err, _report.UsageError) else 1)
     print(f"executed notebook: {files.notebook}")
     if files.html is not None:
         print(f"HTML report:       {files.html}")
+    if files.pdf is not None:
+        print(f"PDF report:        {files.pdf}")
     if files.summary is not None:
         print(f"summary table:     {files.summary}")
     for path in files.results:

@@ -7,7 +7,9 @@ parameters against that cell, executes the notebook with papermill (which
 inserts an ``injected-parameters`` cell), and converts the executed notebook
 to a single self-contained HTML file that fetches nothing from the network:
 charts are inline SVG, and nbconvert's MathJax and require.js addresses are
-replaced by empty ``data:`` URLs.
+replaced by empty ``data:`` URLs. The page carries a print layout, and
+``pdf=True`` prints it to a PDF beside it with headless Chromium
+(:mod:`bioxr.printing`).
 
 Checks written in the help text
 -------------------------------
@@ -64,6 +66,7 @@ from pathlib import Path
 
 from .narrative import (RESULTS_ENV, SUMMARY_FILE, Provenance, describe_scores, escape, exclusions, failure_summary,
                         probe_dims, provenance, score_kind_warning)
+from .printing import PAGE_SIZE, PrintError, find_chromium, html_to_pdf, page_title, print_css
 
 __all__ = [
     "ReportError",
@@ -171,6 +174,7 @@ class ReportFiles:
     html: Path | None
     results: tuple = ()
     summary: Path | None = None  # summary.csv: the headline numbers (bioxr.summary)
+    pdf: Path | None = None  # <template>.pdf, printed from the page when asked
 
 
 # ------------------------------------------------------------- templates ---
@@ -592,8 +596,8 @@ def _publish(staged: Path, out: Path, overwrite: bool) -> None:
     raise ReportError(f"-o {out}: could not put the report in place; too many runs are writing there at once.")
 
 
-def _finish(staged: Path, out: Path, path: Path, values: dict, html: bool) -> None:
-    """Point the notebook at its final place, render the page, and mark the folder as a report."""
+def _finish(staged: Path, out: Path, path: Path, values: dict, html: bool, chromium: str | None) -> None:
+    """Point the notebook at its final place, render the page (and print it with ``chromium``), mark the folder."""
     import nbformat
 
     nb_path = staged / f"{path.stem}.ipynb"
@@ -601,15 +605,25 @@ def _finish(staged: Path, out: Path, path: Path, values: dict, html: bool) -> No
     if "papermill" in nb.metadata:
         nb.metadata.papermill["output_path"] = str(out / nb_path.name)
         nbformat.write(nb, nb_path)
-    if html:
-        notebook_to_html(nb_path, staged / f"{path.stem}.html")
+    page = staged / f"{path.stem}.html"
+    if html or chromium:
+        notebook_to_html(nb_path, page)
+    if chromium:
+        try:
+            html_to_pdf(page, staged / f"{path.stem}.pdf", chromium=chromium)
+        except PrintError as err:
+            raise ReportError(f"the report ran but its PDF could not be printed: {err} {out} is as it was; "
+                              "run again without --pdf (pdf=False) for the HTML alone.") from None
+        if not html:
+            page.unlink()
     mark = {"template": path.stem, "parameters": {k: v for k, v in values.items()}}
     (staged / _REPORT_MARK).write_text(json.dumps(mark, indent=1, default=str) + "\n", encoding="utf-8")
 
 
 def run_report(template, output_dir, parameters: dict | None = None, *, scores=None, html: bool = True,
-               kernel_name: str | None = None, timeout: float = 600, overwrite: bool = False) -> ReportFiles:
-    """Execute a template with papermill and render it to one HTML file.
+               pdf: bool = False, kernel_name: str | None = None, timeout: float = 600,
+               overwrite: bool = False) -> ReportFiles:
+    """Execute a template with papermill and render it to one HTML file (and a PDF).
 
     Parameters
     ----------
@@ -627,6 +641,11 @@ def run_report(template, output_dir, parameters: dict | None = None, *, scores=N
         A score file or Zarr folder, passed as the ``scores`` parameter (made absolute).
     html : bool, keyword-only
         Also write the HTML page.
+    pdf : bool, keyword-only
+        Also write ``<template>.pdf``: the page printed by headless Chromium
+        (see :mod:`bioxr.printing`: A4, title and page numbers in the
+        footer, no chart split across pages), published with the rest.
+        Chromium is looked for before anything runs.
     kernel_name : str, optional, keyword-only
         Jupyter kernel; default the notebook's (``python3``).
     timeout : float, keyword-only
@@ -642,8 +661,9 @@ def run_report(template, output_dir, parameters: dict | None = None, *, scores=N
     ------
     UsageError
         Unknown template or parameter, a value that is wrong (a
-        :class:`ParameterError`), or an output folder that may not be
-        replaced: raised before a kernel starts.
+        :class:`ParameterError`), an output folder that may not be
+        replaced, or ``pdf=True`` without a Chromium to print with: raised
+        before a kernel starts.
     ReportError
         A cell raised: the message names the cell and the error and where
         the failed notebook is kept; ``output_dir`` is left as it was.
@@ -657,6 +677,10 @@ def run_report(template, output_dir, parameters: dict | None = None, *, scores=N
     values = check_parameters(path, given)
     out = Path(output_dir).expanduser().resolve()
     _check_output(out, overwrite)
+    try:
+        chromium = find_chromium() if pdf else None
+    except PrintError as err:
+        raise UsageError(f"--pdf (pdf=True): {err}") from None
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         staged = out.with_name(f".{out.name}.{uuid.uuid4().hex[:12]}.bioxr-tmp")
@@ -676,14 +700,14 @@ def run_report(template, output_dir, parameters: dict | None = None, *, scores=N
         except Exception as err:  # kernel missing, bad notebook, ...
             raise ReportError(f"running template {path.name} failed before its cells ran: "
                               f"{type(err).__name__}: {err}") from err
-        _finish(staged, out, path, values, html)
+        _finish(staged, out, path, values, html, chromium)
         _publish(staged, out, overwrite)
     finally:
         shutil.rmtree(staged, ignore_errors=True)  # gone already when renamed into place
     saved = tuple(sorted(out.glob(f"{path.stem}_*.nc")))
     summary = out / SUMMARY_FILE
     return ReportFiles(out / nb_path.name, out / f"{path.stem}.html" if html else None, saved,
-                       summary if summary.is_file() else None)
+                       summary if summary.is_file() else None, out / f"{path.stem}.pdf" if pdf else None)
 
 
 def _keep_failed(nb_path: Path, out: Path) -> Path | None:
@@ -726,18 +750,24 @@ def _cell_failure(path: Path, kept: Path | None, err, out: Path) -> str:
     )
 
 
-def notebook_to_html(notebook, html_path) -> Path:
-    """Convert an executed notebook to one self-contained HTML file.
+def notebook_to_html(notebook, html_path, *, page_size: str = PAGE_SIZE) -> Path:
+    """Convert an executed notebook to one self-contained HTML file, laid out for screen and paper.
 
     Inputs are left out (the narrative is in Markdown and outputs); images
     are embedded; nbconvert's MathJax, require.js and mermaid addresses are
     empty ``data:`` URLs and widget state is dropped, so the page makes no
-    request outside itself.
+    request outside itself. A print style sheet
+    (:func:`bioxr.printing.print_css`) lays the page out on paper: A4 by
+    default, the title and page numbers in the footer, no chart or table
+    split across pages, no notebook prompts; the screen view is unchanged.
 
     Parameters
     ----------
     notebook : str or path
     html_path : str or path
+    page_size : str, keyword-only
+        The printed paper, a CSS page size: ``"A4"`` (the default) or
+        ``"letter"``.
 
     Returns
     -------
@@ -748,8 +778,7 @@ def notebook_to_html(notebook, html_path) -> Path:
 
     nb = nbformat.read(str(notebook), as_version=4)
     nb.metadata.pop("widgets", None)  # would load the widget manager from a CDN
-    title = next((c.source.lstrip("# ").splitlines()[0] for c in nb.cells
-                  if c.cell_type == "markdown" and c.source.startswith("# ")), Path(notebook).stem)
+    title = page_title(nb, Path(notebook).stem)
     nb.metadata["title"] = title
     exporter = HTMLExporter(
         template_name="lab",
@@ -762,6 +791,9 @@ def notebook_to_html(notebook, html_path) -> Path:
         mermaid_js_url=OFFLINE_JS,
     )
     body, _ = exporter.from_notebook_node(nb)
+    style = f'<style id="bioxr-print">{print_css(title, size=page_size)}</style>\n'
+    head_end = body.find("</head>")
+    body = body[:head_end] + style + body[head_end:] if head_end >= 0 else style + body
     html_path = Path(html_path)
     html_path.write_text(body, encoding="utf-8")
     return html_path
