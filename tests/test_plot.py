@@ -73,10 +73,10 @@ def test_det_chart_transforms_data_to_normal_deviates():
     xy = sorted((round(r["x"], 3), round(r["y"], 3)) for r in rows)
     assert (0.0, -2.0) in xy and (-2.0, 0.0) in xy
     assert (-3.09, 1.282) in xy
-    # the two end points (rates of 0 or 1) lie at infinity: dropped, and the subtitle says so
+    # the two end points (rates of 0 or 1) lie at infinity: dropped, and the description (not the subtitle) says so
     assert len(rows) == 3
-    subtitle = " ".join(spec["title"]["subtitle"])
-    assert "2 point(s) at a rate of 0 or 100% are off the axes" in subtitle
+    assert "2 points of the curve have FMR or FNMR at 0% or 100%" in spec["description"]
+    assert "point(s)" not in " ".join(spec["title"]["subtitle"])
 
 
 def test_det_axes_are_probit_with_percent_ticks(gauss):
@@ -92,13 +92,13 @@ def test_det_axes_are_probit_with_percent_ticks(gauss):
         # every tick value is the probit of a round percentage, and labelExpr names it in percent
         for z in values:
             p = float(ndtr(z))
-            label = f"{np.format_float_positional(float(f'{p * 100:.3g}'), trim='-')}%"
+            label = f"'{np.format_float_positional(float(f'{p * 100:.3g}'), trim='-')}'"
             assert label in axis["labelExpr"]
-        assert "%" in axis["labelExpr"]
+        assert "in %" in axis["title"]  # percent, as on the classic DET plots
         lo, hi = enc["scale"]["domain"]
         assert lo < min(values) + 1e-6 and max(values) - 1e-6 < hi
-    assert curve["encoding"]["x"]["axis"]["title"] == "False match rate (FMR)"
-    assert curve["encoding"]["y"]["axis"]["title"] == "False non-match rate (FNMR)"
+    assert curve["encoding"]["x"]["axis"]["title"] == "False match rate (FMR, in %)"
+    assert curve["encoding"]["y"]["axis"]["title"] == "False non-match rate (FNMR, in %)"
 
 
 def test_det_chart_marks_eer_with_its_convention(gauss):
@@ -111,7 +111,12 @@ def test_det_chart_marks_eer_with_its_convention(gauss):
     assert row["eer"] == pytest.approx(float(eer.eer))
     assert row["x"] == pytest.approx(float(plot.probit(float(eer.eer))))
     assert row["x"] == row["y"]
-    label = _data(spec, text)[0]["label"]
+    # a large black diamond, not in the curve's colour, its label placed off the point (below-left, inside the curve)
+    assert point["mark"]["shape"] == "diamond" and point["mark"]["color"] == "black"
+    assert point["mark"]["size"] >= 150 and "color" not in point["encoding"]
+    placed = _data(spec, text)[0]
+    assert text["mark"]["align"] == "right" and placed["x"] < row["x"] and placed["y"] < row["y"]
+    label = placed["label"]
     assert eer.attrs["eer_method"] in label and f"{float(eer.eer):.2%}" in label
     assert "EER convention: rocch" in " ".join(spec["title"]["subtitle"])
 
@@ -144,7 +149,7 @@ def test_det_chart_rejects_bad_input(gauss):
     _, det, eer = gauss
     with pytest.raises(ValueError, match="axes="):
         plot.det_chart(det, axes="probability")
-    with pytest.raises(TypeError, match="result Dataset"):
+    with pytest.raises(TypeError, match="det_curve"):
         plot.det_chart(det.fmr)
     with pytest.raises(ValueError, match="limits"):
         plot.det_chart(det, limits=(0.5, 0.1))
@@ -166,7 +171,8 @@ def test_dense_curves_are_thinned_under_altairs_limit(million):
         sizes = [len(rows) for rows in _all_datasets(spec).values()]
         assert max(sizes) <= 5000, name
         assert max(sizes) > 200, name  # thinned, not emptied
-        assert "thinned" in " ".join(spec["title"]["subtitle"]), name
+        assert "is drawn through" in spec["description"], name  # said in the description, not the subtitle
+        assert "thinned" not in " ".join(spec["title"]["subtitle"]), name
 
 
 def test_thin_keeps_the_shape_and_the_end_points():
@@ -344,8 +350,8 @@ def test_open_set_chart_is_fnir_against_fpir_on_probit_axes(searches):
     spec = plot.open_set_chart(curve).to_dict()
     (line,) = _layers(spec)
     enc = line["encoding"]
-    assert enc["x"]["axis"]["title"] == "False positive identification rate (FPIR)"
-    assert enc["y"]["axis"]["title"] == "False negative identification rate (FNIR)"
+    assert enc["x"]["axis"]["title"] == "False positive identification rate (FPIR, in %)"
+    assert enc["y"]["axis"]["title"] == "False negative identification rate (FNIR, in %)"
     rows = _data(spec, line)
     assert all(0 < r["fpir"] < 1 and 0 < r["fnir"] < 1 for r in rows)
     for r in rows[:50]:
@@ -409,8 +415,8 @@ def test_det_band_is_the_union_of_the_interval_rectangles():
     for r in rows:  # on the probit axes of the curve
         assert r["x"] == pytest.approx(float(plot.probit(r["fmr"]))) and r["y"] == pytest.approx(float(plot.probit(r["fnmr"])))
     subtitle = spec["title"]["subtitle"]
-    assert subtitle[-2] == "Band: 90% pointwise percentile intervals of FMR and FNMR at each threshold"
-    assert subtitle[-1] == "subject bootstrap: whole subjects resampled, 300 replicates"
+    assert subtitle[-2] == "Band: 90% pointwise interval of FMR and FNMR at each threshold (percentile)"
+    assert subtitle[-1] == "Subject bootstrap: whole subjects resampled, 300 replicates"
     # distance scores: thresholds run the other way, the same polygon
     flipped = _toy_band([[0.05, 0.1], [0.2, 0.4], [0.5, 0.7]], [[0.2, 0.3], [0.05, 0.1], [0.01, 0.03]], "distance")
     spec = plot.det_chart(det, band=flipped, limits=(0.001, 0.9)).to_dict()
@@ -461,7 +467,7 @@ def test_roc_chart_band_is_drawn_in_tmr(gauss, gauss_band):
     rows = _data(spec, shade)
     assert all(r["tmr"] == pytest.approx(1 - r["fnmr"], abs=1e-9) or r["tmr"] in (1e-12, 1 - 1e-12) for r in rows)
     assert all(r["fmr"] > 0 for r in rows), "FMR 0 is moved just off the log axis"
-    assert "intervals of FMR and TMR" in " ".join(spec["title"]["subtitle"])
+    assert "interval of FMR and TMR at each threshold" in " ".join(spec["title"]["subtitle"])
 
 
 def test_cmc_chart_band_from_per_subject_counts(searches):
@@ -484,7 +490,7 @@ def test_cmc_chart_band_from_per_subject_counts(searches):
     assert min(r["lower"] for r in rows) >= line["encoding"]["y"]["scale"]["domain"][0]
     lo, hi = band.rate_interval.sel(rank=1).values
     assert _data(spec, _layers(spec)[4])[0]["label"] == f"rank 1: {float(cmc.cmc.sel(rank=1)):.2%} ({lo:.1%} to {hi:.1%})"
-    assert spec["title"]["subtitle"][-1] == "subject bootstrap: whole subjects resampled, 300 replicates"
+    assert spec["title"]["subtitle"][-1] == "Subject bootstrap: whole subjects resampled, 300 replicates"
     with pytest.raises(ValueError, match="rank"):
         plot.cmc_chart(cmc, band=band.rename(rank="position"))
 
@@ -537,16 +543,16 @@ def test_det_chart_draws_the_simultaneous_band_from_its_own_variables():
     low, high = opacity["scale"]["range"]
     assert 0 < low < high <= 0.3 and shade["mark"]["fillOpacity"] == 1
     assert opacity["legend"]["title"] is None
-    subtitle = spec["title"]["subtitle"]
-    assert subtitle[-4:] == [
-        "Light band: 95% simultaneous band of FMR and FNMR, all thresholds at once",
-        "(max-modulus, studentised on the probit scale: c = 3.10 against the pointwise z = 1.96)",
-        "Darker band: 90% pointwise percentile intervals of FMR and FNMR at each threshold",
-        "subject bootstrap: whole subjects resampled, 300 replicates"]
+    subtitle = " ".join(spec["title"]["subtitle"])
+    assert subtitle.endswith(
+        "Light band: 95% simultaneous band of FMR and FNMR, all thresholds at once "
+        "(max-modulus, studentised on the probit scale: c = 3.10 against the pointwise z = 1.96) "
+        "Darker band: 90% pointwise interval of FMR and FNMR at each threshold (percentile) "
+        "Subject bootstrap: whole subjects resampled, 300 replicates")
     # the simultaneous band alone: one legend entry, "Band:"
     alone = plot.det_chart(det, band=band.drop_vars(["fmr_interval", "fnmr_interval"]), limits=(0.001, 0.9)).to_dict()
     assert _layers(alone)[1]["encoding"]["opacity"]["scale"]["domain"] == labels[:1]
-    assert alone["title"]["subtitle"][-3].startswith("Band: 95% simultaneous band of FMR and FNMR")
+    assert any(line.startswith("Band: 95% simultaneous band of FMR and FNMR") for line in alone["title"]["subtitle"])
     with pytest.raises(ValueError, match="lacks"):
         plot.det_chart(det, band=band.drop_vars("fnmr_band"))
 
@@ -562,7 +568,7 @@ def test_det_and_roc_charts_with_the_joint_band_of_the_subject_bootstrap(gauss, 
     assert sim.fmr.min() == pytest.approx(float(finite.min())) and sim.fmr.max() == pytest.approx(float(finite.max()))
     assert sim.fnmr.max() >= pw.fnmr.max() and sim.fnmr.min() <= pw.fnmr.min()  # it contains the pointwise band
     c = gauss_both.fmr_band.attrs["critical_value"]
-    assert f"c = {c:.2f} against the pointwise z = 1.96" in spec["title"]["subtitle"][-3]
+    assert f"c = {c:.2f} against the pointwise z = 1.96" in " ".join(spec["title"]["subtitle"])
     roc = plot.roc_chart(det, band=gauss_both).to_dict()
     shade = _layers(roc)[0]
     assert shade["encoding"]["opacity"]["scale"]["domain"] == [_SIM_LABEL, _PW_LABEL]
@@ -647,13 +653,14 @@ def test_design_chart_draws_the_papers_four_lines(studies):
     assert subtitle[0] == "Partition by subject × image · stratified design: all 48 groups in every trial"
     assert subtitle[1] == "Time randomized: collections shuffled per series"
     assert "m = 4" in subtitle[2] and "8 runs of 12 trials" in subtitle[2]
+    subtitle = subtitle[:3] + [" ".join(subtitle[3:])]  # the ratio line is wrapped to the chart's width
     st = float(study.ratio.sel(estimator="st"))
     assert f"st {st:.2f}" in subtitle[3] and "verdict at ±5%" in subtitle[3]
     said = [str(v) for v in study["verdict"].values]
     assert all(f"{est} " in subtitle[3] for est in study["estimator"].values.tolist())
     assert sum(subtitle[3].count(f" {v}") for v in ("compatible", "incompatible", "inconclusive")) == 3
     assert "rejected" not in subtitle[3] and all(v in subtitle[3] for v in said)
-    quiet = plot.design_chart(study, verdict=False).to_dict()["title"]["subtitle"][3]
+    quiet = " ".join(plot.design_chart(study, verdict=False).to_dict()["title"]["subtitle"][3:])
     assert "compatible" not in quiet and "rejected" not in quiet and "verdict" not in quiet
     cluster = plot.design_chart(studies["cluster"]).to_dict()["title"]
     assert "cluster design: 4 of 48 groups drawn per trial, disjoint within a run" in cluster["subtitle"][0]
@@ -712,3 +719,275 @@ def test_facet_chart_gives_one_panel_per_label_with_its_own_eer():
         assert f"EER {float(eer.eer.isel(collection=c)):.2%}" in text
     with pytest.raises(ValueError, match="not a dimension"):
         plot.facet_chart(plot.det_chart, det, "weather")
+
+
+# ------------------------------------------------------------ charts at the standard of the field (issue 11)
+
+
+@pytest.fixture(scope="module")
+def face(face_csv):
+    cube = bioxr.io.read_matrix_csv(face_csv, missing=-1)
+    return cube, bioxr.verification.det_curve(cube), bioxr.verification.eer(cube)
+
+
+@pytest.fixture(scope="module")
+def finger(finger_csv):
+    return bioxr.io.read_matrix_csv(finger_csv)
+
+
+def _curve_layer(spec):
+    return next(layer for layer in _layers(spec) if layer["mark"]["type"] == "line" and "color" in layer["encoding"])
+
+
+def _rates_of(enc):
+    """The rates at the ends of a probit axis and at its ticks."""
+    lo, hi = (float(ndtr(z)) for z in enc["scale"]["domain"])
+    return lo, hi, [float(ndtr(z)) for z in enc["axis"]["values"]]
+
+
+def test_det_axes_are_fitted_each_to_its_own_data_on_face_c(face):
+    _, det, eer = face
+    spec = plot.det_chart(det, eer=eer).to_dict()
+    assert spec["width"] >= 500 and spec["height"] >= 500
+    curve = _curve_layer(spec)
+    xlo, xhi, xticks = _rates_of(curve["encoding"]["x"])
+    ylo, yhi, yticks = _rates_of(curve["encoding"]["y"])
+    assert float(det.fnmr.where((det.fnmr > 0) & (det.fmr > 0)).min()) == pytest.approx(0.0019, abs=2e-4)  # 0.19%
+    smallest = float(det.fnmr.where((det.fnmr > 0) & (det.fmr > 0) & (det.fmr <= xhi)).min())  # on the axes shown
+    # a margin below the smallest FNMR shown, but not the shared range down to 0.0005%
+    assert 0.4 * smallest <= ylo < smallest and ylo == pytest.approx(0.002)
+    fmin = float(det.fmr.where(det.fmr > 0).min())  # 1 in 266,256
+    assert 0.1 * fmin <= xlo < fmin  # the FMR axis reaches its own smallest rate, with a margin
+    assert xlo != ylo  # no shared range
+    for lo, hi, ticks in ((xlo, xhi, xticks), (ylo, yhi, yticks)):
+        assert ticks[0] == pytest.approx(lo, rel=1e-4) and ticks[-1] == pytest.approx(hi, rel=1e-4)  # end ticks
+    # 1-2-5 steps between the decades where they fit: something between 10% and 50% on both axes
+    for ticks in (xticks, yticks):
+        assert any(0.1 < t < 0.5 for t in ticks)
+        assert any(np.isclose(t, 0.02) or np.isclose(t, 0.05) for t in ticks)
+    for ticks in (xticks, yticks):  # every decade inside the range keeps its tick
+        decades = [10.0 ** e for e in range(-6, 0)]
+        assert all(any(np.isclose(t, d) for t in ticks) for d in decades if ticks[0] <= d <= ticks[-1])
+    # fixed axes on request: both, or one
+    fixed = _curve_layer(plot.det_chart(det, limits=(1e-4, 0.5)).to_dict())
+    assert _rates_of(fixed["encoding"]["x"])[:2] == pytest.approx((1e-4, 0.5))
+    assert _rates_of(fixed["encoding"]["y"])[:2] == pytest.approx((1e-4, 0.5))
+    odd = _rates_of(_curve_layer(plot.det_chart(det, limits=(1.5e-3, 0.45)).to_dict())["encoding"]["y"])
+    assert odd[2][0] == pytest.approx(1.5e-3) and odd[2][-1] == pytest.approx(0.45)  # ends not on the 1-2-5 grid
+    one = _curve_layer(plot.det_chart(det, limits=((1e-5, 0.5), None)).to_dict())
+    assert _rates_of(one["encoding"]["x"])[:2] == pytest.approx((1e-5, 0.5))
+    assert _rates_of(one["encoding"]["y"])[:2] == pytest.approx((ylo, yhi))
+
+
+def test_det_subtitle_is_written_for_people(face):
+    _, det, eer = face
+    spec = plot.det_chart(det, eer=eer).to_dict()
+    subtitle = " ".join(spec["title"]["subtitle"])
+    assert "point(s)" not in subtitle and "thinned" not in subtitle and "off the axes" not in subtitle
+    assert spec["title"]["subtitle"][0] == "516 mated and 266,256 non-mated comparisons"
+    assert "at 0% or 100%, which lie at infinity on these axes" in spec["description"]
+
+
+def test_det_operating_points_are_marked_and_labelled(face):
+    cube, det, eer = face
+    targets = (1e-2, 1e-3, 1e-7)
+    spec = plot.det_chart(det, eer=eer, fmr_targets=targets).to_dict()
+    layers = _layers(spec)
+    rules = next(layer for layer in layers if layer["mark"]["type"] == "rule")
+    assert sorted(r["target"] for r in _data(spec, rules)) == [1e-3, 1e-2]  # 1e-7 is below 1 in 266,256
+    squares = next(layer for layer in layers if layer["mark"].get("shape") == "square")
+    rows = sorted(_data(spec, squares), key=lambda r: r["target"])
+    want = bioxr.verification.fnmr_at_fmr(cube, [1e-3, 1e-2])
+    assert [r["fnmr"] for r in rows] == pytest.approx(want.fnmr.sel(fmr_target=[1e-3, 1e-2]).values.tolist())
+    assert [r["x"] for r in rows] == pytest.approx(plot.probit([r["fmr"] for r in rows]).tolist())
+    labels = [r["label"] for layer in layers if layer["mark"]["type"] == "text"
+              for r in _data(spec, layer) if "label" in r]
+    assert f"FNMR {rows[0]['fnmr']:.2%}" in labels and "FMR 1%" in labels and "FMR 0.1%" in labels
+    subtitle = " ".join(spec["title"]["subtitle"])
+    assert "FMR 0.00001% not marked: below 1 in 266,256 non-mated comparisons" in subtitle
+    # the axes reach every target asked for, here the FMR axis down to 0.1%
+    assert _rates_of(_curve_layer(spec)["encoding"]["x"])[0] <= 1e-3
+    with pytest.raises(ValueError, match="fmr_targets"):
+        plot.det_chart(det, fmr_targets=[2.0])
+
+
+def test_two_systems_name_their_eers_and_count_per_system():
+    cube = bioxr.simulate.systems(n_subjects=40, n_samples=2, shift=-0.5, seed=1)
+    spec = plot.systems_det_chart(cube, band=False).to_dict()
+    assert spec["title"]["subtitle"][0] == "80 mated and 3,120 non-mated comparisons in each system"
+    labels = sorted(r["label"] for layer in _layers(spec) if layer["mark"]["type"] == "text" for r in _data(spec, layer))
+    eers = {s: float(bioxr.verification.eer(cube.sel(system=s, drop=True)).eer) for s in ("A", "B")}
+    assert labels == [f"A: EER {eers['A']:.2%}", f"B: EER {eers['B']:.2%}"]
+    curve = _curve_layer(spec)
+    assert curve["encoding"]["color"]["field"] == "system" and "legend" in curve["encoding"]["color"]
+    # counts that differ are given per system, not added together
+    det = xr.concat([bioxr.verification.det_curve(cube.sel(system="A", drop=True)),
+                     bioxr.verification.det_curve(cube.sel(system="B", drop=True).isel(probe=slice(0, 60)))],
+                    dim=pd.Index(["A", "B"], name="system"), join="outer")
+    sub = plot.det_chart(det).to_dict()["title"]["subtitle"][0]
+    assert sub.startswith("A: 80 mated, 3,120 non-mated; B: ")
+
+
+def test_charts_name_the_function_whose_result_they_expect(gauss):
+    cube, det, eer = gauss
+    interval = bioxr.bootstrap.eer_interval(cube, n_replicates=1000, seed=0)
+    cases = [
+        (plot.det_chart, interval, "det_chart expects the result of bioxr.verification.det_curve",
+         "bioxr.bootstrap.eer_interval"),
+        (plot.cmc_chart, det, "cmc_chart expects the result of bioxr.identification.cmc_curve",
+         "bioxr.verification.det_curve"),
+        (plot.roc_chart, bioxr.identification.cmc_curve(cube), "roc_chart expects the result of bioxr.verification.roc_curve",
+         "bioxr.identification.cmc_curve"),
+        (plot.design_chart, eer, "design_chart expects the result of bioxr.design.design_study", "bioxr.verification.eer"),
+    ]
+    for chart, wrong, expects, given in cases:
+        with pytest.raises(TypeError, match=re.escape(expects)) as err:
+            chart(wrong)
+        assert given in str(err.value)
+    with pytest.raises(TypeError, match=r"eer= expects the result of bioxr.verification.eer.*eer_interval"):
+        plot.det_chart(det, eer=interval)
+    with pytest.raises(TypeError, match=r"score_histogram expects a score cube.*bioxr.verification.det_curve"):
+        plot.score_histogram(det)
+    with pytest.raises(ValueError, match="det_curve"):  # the error is a ValueError too, as the old one was
+        plot.rates_chart(interval)
+
+
+def test_roc_y_axis_is_fitted_to_the_curve(face):
+    _, det, _ = face
+    spec = plot.roc_chart(det).to_dict()
+    curve = _curve_layer(spec)
+    lo, hi = curve["encoding"]["y"]["scale"]["domain"]
+    xlo, _ = curve["encoding"]["x"]["scale"]["domain"]
+    shown = (1 - det.fnmr).where(det.fmr >= xlo)
+    assert hi == 1 and lo < float(shown.min()) and float(shown.min()) - lo <= 0.1
+    assert lo > 0  # not the whole 0-100%
+    assert curve["encoding"]["y"]["axis"]["values"][0] == pytest.approx(lo)
+    assert curve["encoding"]["x"]["axis"]["values"][0] == pytest.approx(xlo) and np.log10(xlo).is_integer()
+
+
+def test_cmc_band_subtitle_reads_as_a_sentence(face):
+    cube, _, _ = face
+    cmc = bioxr.identification.cmc_curve(cube)
+    ci = bioxr.bootstrap.cmc_interval(cube, max_rank=10, n_replicates=100, seed=0)
+    subtitle = plot.cmc_chart(cmc, band=ci, max_rank=10).to_dict()["title"]["subtitle"]
+    text = " ".join(subtitle)
+    assert "Band: 95% pointwise interval of the identification rate at each rank (effective-count binomial, widened " \
+           "to the bootstrap-t)" in text
+    assert "Subject bootstrap: whole subjects resampled, 100 replicates; widened for the gallery subjects' share" in text
+    assert "probe(s)" not in text and "1 probe not counted (not enrolled, or never compared with its mate)" in text
+
+
+def test_integer_scores_are_binned_on_integer_edges(finger):
+    spec = plot.score_histogram(finger, bins=60).to_dict()
+    rows = pd.DataFrame(_data(spec, _layers(spec)[0]))
+    widths = (rows.end - rows.start).unique()
+    assert len(widths) == 1 and float(widths[0]).is_integer() and widths[0] == 5  # 247 values in 60 bins: 5 a bin
+    assert all(float(v).is_integer() for v in rows.start)
+    per_bin = rows[rows.comparison == "non-mated"]["count"]
+    assert int(per_bin.sum()) == 266_772
+    # the default: about 100 bins of whole values, and a log density axis (the non-mated peak dwarfs the mated class)
+    auto = plot.score_histogram(finger).to_dict()
+    bars = _layers(auto)[0]
+    rows = pd.DataFrame(_data(auto, bars))
+    assert set(rows.end - rows.start) == {3.0} and rows.start.min() == 0
+    assert bars["encoding"]["y"]["scale"]["type"] == "log"
+    lo, hi = bars["encoding"]["y"]["scale"]["domain"]
+    assert bars["encoding"]["y"]["axis"]["values"][0] == lo and bars["encoding"]["y"]["axis"]["values"][-1] == hi
+    assert lo < rows.density[rows.density > 0].min()
+    assert "83 shared bins of 3 score values each" in " ".join(auto["title"]["subtitle"])
+    sqrt = plot.score_histogram(finger, yscale="sqrt").to_dict()
+    assert _layers(sqrt)[0]["encoding"]["y"]["scale"]["type"] == "sqrt"
+    with pytest.raises(ValueError, match="yscale"):
+        plot.score_histogram(finger, yscale="probit")
+
+
+def test_float_scores_keep_their_bins(gauss):
+    cube, _, _ = gauss
+    bars = _layers(plot.score_histogram(cube).to_dict())[0]
+    assert "type" not in bars["encoding"]["y"]["scale"]  # two similar classes: a linear axis
+    rows = pd.DataFrame(_data(plot.score_histogram(cube).to_dict(), bars))
+    assert len(rows) == 120  # 60 bins a class
+
+
+def test_facets_share_their_axes_by_default():
+    cube = bioxr.simulate.photohead(n_subjects=10, n_collections=3, seed=0)
+    det = bioxr.verification.det_curve(cube, dim=("subject", "image"))
+    shared = plot.facet_chart(plot.det_chart, det, "collection").to_dict()
+    domains = {json.dumps([_curve_layer(p)["encoding"][c]["scale"]["domain"] for c in "xy"]) for p in shared["concat"]}
+    assert len(domains) == 1
+    alone = [plot.det_chart(det.sel(collection=c)).to_dict() for c in range(3)]
+    union = json.loads(domains.pop())
+    for panel in alone:
+        (x0, x1), (y0, y1) = (_curve_layer(panel)["encoding"][c]["scale"]["domain"] for c in "xy")
+        assert union[0][0] <= x0 + 1e-9 and x1 <= union[0][1] + 1e-9 and union[1][0] <= y0 + 1e-9
+    own = plot.facet_chart(plot.det_chart, det, "collection", share=False).to_dict()
+    assert [_curve_layer(p)["encoding"]["y"]["scale"]["domain"] for p in own["concat"]] == \
+        [_curve_layer(p)["encoding"]["y"]["scale"]["domain"] for p in alone]
+    cmc = bioxr.identification.cmc_curve(bioxr.outcomes.outcomes(cube), dim=("subject", "image"), max_rank=5) \
+        if "dim" in bioxr.identification.cmc_curve.__code__.co_varnames else None
+    if cmc is not None and "collection" in cmc.dims:
+        panels = plot.facet_chart(plot.cmc_chart, cmc, "collection").to_dict()["concat"]
+        assert len({str(_layers(p)[0]["encoding"]["y"]["scale"]["domain"]) for p in panels}) == 1
+
+
+def test_design_chart_subtitles_fit_and_log_axes_end_on_ticks(studies):
+    for chart in (plot.design_chart(studies["randomized, by image"]), plot.design_ratio_chart(studies)):
+        spec = chart.to_dict()
+        assert all(len(line) <= (spec["width"] + 280) / 5.8 for line in spec["title"]["subtitle"])
+        enc = [layer["encoding"] for layer in _layers(spec)]
+        axis_of = next(e[c] for e in enc for c in ("x", "y") if c in e and e[c].get("scale", {}).get("type") == "log"
+                       and "axis" in e[c])
+        lo, hi = axis_of["scale"]["domain"]
+        values = axis_of["axis"]["values"]
+        assert values[0] == pytest.approx(lo) and values[-1] == pytest.approx(hi)
+        for end in (lo, hi):  # a round value, so that its label ("2e-4", "0.5") is the value itself
+            assert float(f"{end:.0e}") == pytest.approx(end) and f"{end:.0e}"[0] in "1235"
+    svg = plot.render_svg(plot.design_chart(studies["randomized, by image"]))
+    width = float(re.search(r'<svg[^>]*\swidth="([\d.]+)"', svg).group(1))
+    assert width < 1100  # nothing clipped at a 1400 px page
+
+
+# ------------------------------------------------------------ the offline renderer in a kernel
+
+
+@pytest.fixture
+def renderer():
+    import altair as alt
+
+    before = alt.renderers.active
+    yield alt
+    alt.renderers.enable(before)
+
+
+def test_importing_in_a_kernel_enables_the_offline_renderer(renderer, monkeypatch):
+    import importlib
+
+    from bioxr.plot import _render
+
+    renderer.renderers.enable("default")
+    monkeypatch.setattr(_render, "_in_kernel", lambda: True)
+    importlib.reload(plot)  # what `import bioxr.plot` runs, in a kernel
+    assert renderer.renderers.active == "svg"
+
+
+def test_the_users_renderer_is_kept(renderer, monkeypatch):
+    import importlib
+
+    from bioxr.plot import _render
+
+    renderer.renderers.enable("html")
+    monkeypatch.setattr(_render, "_in_kernel", lambda: True)
+    importlib.reload(plot)
+    assert renderer.renderers.active == "html"
+    assert _render._enable_in_kernel() is None and renderer.renderers.active == "html"
+
+
+def test_outside_a_kernel_the_renderer_is_untouched(renderer):
+    import importlib
+
+    from bioxr.plot import _render
+
+    assert _render._in_kernel() is False  # pytest runs no kernel
+    renderer.renderers.enable("default")
+    importlib.reload(plot)
+    assert renderer.renderers.active == "default"

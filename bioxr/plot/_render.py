@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import html as _html
 import json
+import sys
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
 import altair as alt
 
-__all__ = ["VL_VERSION", "render_svg", "save_svg", "save_png", "to_html", "save_html"]
+__all__ = ["VL_VERSION", "render_svg", "save_svg", "save_png", "to_html", "save_html", "enable_offline_renderer"]
 
 #: Vega-Lite version used to render (must match Altair's schema major version).
 VL_VERSION = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
@@ -134,3 +135,59 @@ def save_html(charts, path, *, title: str = "bioxr charts") -> Path:
     path = Path(path)
     path.write_text(to_html(charts, title=title), encoding="utf-8")
     return path
+
+
+def _in_kernel() -> bool:
+    """True inside a Jupyter kernel (an IPython shell with a kernel), False in a script or a plain IPython."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    try:
+        shell = ipython.get_ipython()
+    except Exception:  # pragma: no cover - a broken IPython install
+        return False
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def enable_offline_renderer(*, force: bool = False) -> str | None:
+    """Show Altair charts in a notebook without a network: the ``svg`` renderer (vl-convert).
+
+    Importing :mod:`bioxr.plot` in a Jupyter kernel calls this: Altair's
+    ``default`` renderer loads vega from a public CDN and shows "Error
+    loading script" offline. A renderer the user chose (anything but
+    ``default``) is left alone unless ``force``. The ``svg`` renderer needs
+    nothing beyond vl-convert, which bioxr already uses; it draws static
+    charts (no tooltips). For interactive charts offline, write a page with
+    :func:`to_html`.
+
+    Parameters
+    ----------
+    force : bool, keyword-only
+        Switch to ``svg`` even when another renderer is active.
+
+    Returns
+    -------
+    str or None
+        ``"svg"`` when it was enabled, None when the user's choice was kept.
+
+    Examples
+    --------
+    >>> import altair as alt
+    >>> from bioxr.plot import enable_offline_renderer
+    >>> before = alt.renderers.active
+    >>> _ = alt.renderers.enable("html")
+    >>> enable_offline_renderer() is None, alt.renderers.active  # the user's choice is kept
+    (True, 'html')
+    >>> _ = alt.renderers.enable(before)
+    """
+    if not force and alt.renderers.active != "default":
+        return None
+    alt.renderers.enable("svg")
+    return "svg"
+
+
+def _enable_in_kernel() -> str | None:
+    """At import: the offline renderer in a Jupyter kernel, if the user has not chosen one."""
+    if not _in_kernel():
+        return None
+    return enable_offline_renderer()

@@ -6,18 +6,16 @@ import altair as alt
 import numpy as np
 import xarray as xr
 
-from ._axes import (_AXIS, _RATE_FORMAT, SIZE, _check_curve, _color, _det_axes, _fill, _order_rows, _points_text,
-                    _series_frame, _title)
+from ._axes import (_AXIS, _RATE_FORMAT, DET_SIZE, SIZE, _check_curve, _color, _det_axes, _expect, _fill, _off_text,
+                    _order_rows, _points_text, _series_frame, _shared, _title)
 from .uncertainty import _BAND_OPACITY, _band_text, _kind_encoding, _rank_band_frame
 
 __all__ = ["cmc_chart", "open_set_chart"]
 
 
 def _check_ranked(cmc, what):
-    if not isinstance(cmc, xr.Dataset) or "cmc" not in cmc:
-        raise TypeError(f"{what} takes the Dataset of bioxr.identification.cmc_curve, got {type(cmc).__name__}.")
-    if "rank" not in cmc["cmc"].dims:
-        raise ValueError(f"{what} needs a 'rank' dimension (a curve from cmc_curve, not one rank).")
+    if not isinstance(cmc, xr.Dataset) or "cmc" not in cmc or "rank" not in cmc["cmc"].dims:
+        _expect(cmc, what, "bioxr.identification.cmc_curve", "cmc over a 'rank' dimension, not one rank")
 
 
 def _ties_text(attrs) -> str:
@@ -26,7 +24,8 @@ def _ties_text(attrs) -> str:
 
 
 def cmc_chart(cmc: xr.Dataset, *, band: xr.Dataset | None = None, max_rank: int | None = None,
-              xscale: str = "auto", title: str = "CMC curve") -> alt.LayerChart:
+              xscale: str = "auto", limits: tuple[float, float] | None = None,
+              title: str = "CMC curve") -> alt.LayerChart:
     """The cumulative match characteristic: identification rate against rank.
 
     A line through the rates at each integer rank, with a point per rank
@@ -56,6 +55,9 @@ def cmc_chart(cmc: xr.Dataset, *, band: xr.Dataset | None = None, max_rank: int 
         Highest rank drawn; default every rank in ``cmc``.
     xscale : {"auto", "linear", "log"}, keyword-only
         Rank axis; "auto" is linear up to 50 ranks and logarithmic beyond.
+    limits : (float, float), optional, keyword-only
+        Lowest and highest identification rate shown; default from a round
+        rate below the lowest one drawn (the band included) to 100%.
     title : str, keyword-only
 
     Returns
@@ -95,15 +97,21 @@ def cmc_chart(cmc: xr.Dataset, *, band: xr.Dataset | None = None, max_rank: int 
     log = xscale == "log" or (xscale == "auto" and top > 50)
     low = float(frame["cmc"].min())
     ylo = max(0.0, np.floor(low * 10 - 1e-9) / 10 - (0.05 if low > 0.9 else 0.0))
+    yhi = 1.0
+    if limits is not None:
+        ylo, yhi = (float(v) for v in limits)
+        if not 0 <= ylo < yhi <= 1:
+            raise ValueError(f"limits={limits!r}: give rates with 0 <= low < high <= 1.")
     if log:
         ticks = [float(m * 10**e) for e in range(0, len(str(top)) + 1) for m in (1, 2, 5) if m * 10**e <= top]
+        ticks = [t for t in ticks if t == 1 or top / t >= 1.4] + [float(top)]  # an end tick at the highest rank
         xsc = alt.Scale(type="log", domain=[1, top], nice=False)
         xax = alt.Axis(values=ticks, format="d", title="Rank (log scale)", grid=True, **_AXIS)
     else:
         xsc = alt.Scale(domain=[0.5, top + 0.5], nice=False, zero=False)
         xax = alt.Axis(format="d", tickMinStep=1, title="Rank", grid=True, **_AXIS)
     x = alt.X("rank:Q", scale=xsc, axis=xax)
-    y = alt.Y("cmc:Q", scale=alt.Scale(domain=[ylo, 1], nice=False),
+    y = alt.Y("cmc:Q", scale=alt.Scale(domain=[ylo, yhi], nice=False),
               axis=alt.Axis(format="~%", title="Identification rate (mate at or below the rank)", **_AXIS))
     color = _color(frame, series)
     tooltip = [alt.Tooltip("rank:Q", format="d"), alt.Tooltip("cmc:Q", title="identification rate", format=".2%")] + (
@@ -113,13 +121,14 @@ def cmc_chart(cmc: xr.Dataset, *, band: xr.Dataset | None = None, max_rank: int 
     band_text = []
     if band is not None:
         shade = _rank_band_frame(band, series, frame["rank"].unique())
-        ylo = min(ylo, max(0.0, np.floor(float(shade["lower"].min()) * 10 - 1e-9) / 10))
+        if limits is None:
+            ylo = min(ylo, max(0.0, np.floor(float(shade["lower"].min()) * 10 - 1e-9) / 10))
         yaxis = alt.Axis(format="~%", title="Identification rate (mate at or below the rank)", **_AXIS)
-        y = alt.Y("cmc:Q", scale=alt.Scale(domain=[ylo, 1], nice=False), axis=yaxis)
+        y = alt.Y("cmc:Q", scale=alt.Scale(domain=[ylo, yhi], nice=False), axis=yaxis)
         detail = [alt.Detail(f"{series}:N")] if series else []
         kinds = [alt.Detail("band:N"), *_kind_encoding(shade)] if "band" in shade else []
         layers.append(alt.Chart(shade).mark_area(opacity=_BAND_OPACITY, clip=True, interpolate="linear").encode(
-            x, alt.Y("lower:Q", scale=alt.Scale(domain=[ylo, 1], nice=False), axis=yaxis), alt.Y2("upper:Q"), *detail,
+            x, alt.Y("lower:Q", scale=alt.Scale(domain=[ylo, yhi], nice=False), axis=yaxis), alt.Y2("upper:Q"), *detail,
             *kinds, fill=_fill(frame, series),
             tooltip=[alt.Tooltip("rank:Q", format="d"), alt.Tooltip("lower:Q", format=".2%"),
                      alt.Tooltip("upper:Q", format=".2%")] + ([alt.Tooltip("band:N")] if kinds else [])))
@@ -149,14 +158,16 @@ def cmc_chart(cmc: xr.Dataset, *, band: xr.Dataset | None = None, max_rank: int 
     n_excl = int(cmc["n_excluded"].sum()) if "n_excluded" in cmc else 0
     subtitle = [
         (f"{n_probes:,} closed-set searches" if n_probes is not None else "")
-        + (f" · {n_excl:,} probe(s) not enrolled or never compared with their mate, not counted" if n_excl else ""),
+        + (f" · {n_excl:,} {'probe' if n_excl == 1 else 'probes'} not counted (not enrolled, or never compared "
+           f"with {'its' if n_excl == 1 else 'their'} mate)" if n_excl else ""),
         _ties_text(cmc.attrs),
         *band_text,
     ]
-    return alt.layer(*layers).properties(width=SIZE + 100, height=SIZE * 3 // 4, title=_title(title, subtitle))
+    return _shared(alt.layer(*layers).properties(width=SIZE + 100, height=SIZE * 3 // 4,
+                                         title=_title(title, subtitle, SIZE + 100 + (140 if series else 0))), {"limits": [ylo, yhi]})
 
 
-def open_set_chart(curve: xr.Dataset, *, axes: str = "probit", limits: tuple[float, float] | None = None,
+def open_set_chart(curve: xr.Dataset, *, axes: str = "probit", limits=None,
                    title: str = "Open-set identification: FNIR against FPIR") -> alt.LayerChart:
     """The open-set DET: FNIR (1 - DIR) against FPIR, on probit axes.
 
@@ -175,9 +186,10 @@ def open_set_chart(curve: xr.Dataset, *, axes: str = "probit", limits: tuple[flo
         From :func:`bioxr.identification.open_set_curve`: ``fpir`` and
         ``fnir`` (or ``dir``) over ``(*kept, "threshold")``.
     axes : {"probit", "loglog"}, keyword-only
-    limits : (float, float), optional, keyword-only
-        Lowest and highest rate shown on both axes (the same range); default
-        from the data.
+    limits : optional, keyword-only
+        Fixed axes, as in :func:`det_chart`: ``(low, high)`` for both, or
+        ``((x_low, x_high), (y_low, y_high))``; default: each axis fitted
+        to the curve.
     title : str, keyword-only
 
     Returns
@@ -196,18 +208,18 @@ def open_set_chart(curve: xr.Dataset, *, axes: str = "probit", limits: tuple[flo
     >>> curve = bioxr.identification.open_set_curve(cube, impostors="all")
     >>> spec = plot.open_set_chart(curve).to_dict()
     >>> spec["layer"][0]["encoding"]["x"]["axis"]["title"]
-    'False positive identification rate (FPIR)'
+    'False positive identification rate (FPIR, in %)'
     """
     if axes not in ("probit", "loglog"):
         raise ValueError(f"axes={axes!r}; choose 'probit' or 'loglog'.")
     if isinstance(curve, xr.Dataset) and "fnir" not in curve and "dir" in curve:
         curve = curve.assign(fnir=1 - curve["dir"])
-    _check_curve(curve, ("fpir", "fnir"), "open_set_chart")
+    _check_curve(curve, ("fpir", "fnir"), "open_set_chart", "bioxr.identification.open_set_curve")
     frame, series = _series_frame(curve, ("fpir", "fnir"))
     frame = _order_rows(frame.dropna(subset=["fpir", "fnir"]), series)
     geo = _det_axes(frame, ("fpir", "fnir"),
                     ("False positive identification rate (FPIR)", "False negative identification rate (FNIR)"),
-                    axes, limits, series, same_range=limits is not None)
+                    axes, limits, series, size=DET_SIZE)
     tooltip = [alt.Tooltip("threshold:Q", format=".4~g"), alt.Tooltip("fpir:Q", title="FPIR", format=_RATE_FORMAT),
                alt.Tooltip("fnir:Q", title="FNIR", format=_RATE_FORMAT)] + ([alt.Tooltip(f"{series}:N")] if series else [])
     layers = [
@@ -225,8 +237,10 @@ def open_set_chart(curve: xr.Dataset, *, axes: str = "probit", limits: tuple[flo
         ("Normal-deviate (probit) axes" if axes == "probit" else "Logarithmic axes")
         + (f" · candidate list of rank {curve.attrs['rank']}" if "rank" in curve.attrs else "")
         + (" · " + _ties_text(curve.attrs) if "tie_rule" in curve.attrs else ""),
-        " · ".join(t for t in (f"{geo.n_off:,} point(s) at a rate of 0 or 100% are off the axes, not drawn"
-                               if geo.n_off else "", _points_text(len(geo.frame), geo.n_all)) if t),
     ]
-    return alt.layer(*layers).properties(width=SIZE, height=SIZE, title=_title(title, subtitle))
+    description = " ".join(t for t in (f"{title}.", _off_text(geo.n_off, "FPIR or FNIR"),
+                                       _points_text(len(geo.frame), geo.n_all)) if t)
+    (lo, hi), (ylo, yhi) = geo.limits, geo.y_limits
+    return _shared(alt.layer(*layers).properties(width=DET_SIZE, height=DET_SIZE, description=description,
+                                         title=_title(title, subtitle, DET_SIZE + (160 if series else 0))), {"limits": [[lo, hi], [ylo, yhi]]})
 

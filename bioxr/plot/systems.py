@@ -50,7 +50,7 @@ def _difference_lines(diff: xr.Dataset) -> list[str]:
 def systems_det_chart(obj, *, dim: str = "system", band=True, difference: xr.Dataset | None = None,
                       eer: bool = True, method: str | None = None, convention: str = "bioxr",
                       n_replicates: int = 1000, level: float = 0.95, seed=0, failure_policy: str = "exclude",
-                      axes: str = "probit", limits: tuple[float, float] | None = None,
+                      axes: str = "probit", limits=None, fmr_targets=None, size: int | None = None,
                       title: str | None = None) -> alt.LayerChart:
     """The DET curves of several systems on one chart, each with its pointwise subject-bootstrap band.
 
@@ -76,8 +76,9 @@ def systems_det_chart(obj, *, dim: str = "system", band=True, difference: xr.Dat
     difference : xarray.Dataset, optional, keyword-only
     eer : bool, keyword-only
         Mark each system's EER (``method``, ``convention``).
-    axes, limits, title : keyword-only
-        As in :func:`bioxr.plot.det_chart`.
+    axes, limits, fmr_targets, size, title : keyword-only
+        As in :func:`bioxr.plot.det_chart` (``fmr_targets`` marks each
+        system's FNMR at those FMRs).
 
     Returns
     -------
@@ -90,7 +91,7 @@ def systems_det_chart(obj, *, dim: str = "system", band=True, difference: xr.Dat
     >>> cube = bioxr.simulate.systems(n_subjects=40, n_samples=2, shift=-0.5, seed=1)
     >>> spec = systems_det_chart(cube, n_replicates=100, seed=2).to_dict()
     >>> [layer["mark"]["type"] for layer in spec["layer"]]
-    ['line', 'line', 'line', 'point', 'text']
+    ['line', 'line', 'line', 'point', 'text', 'text']
     >>> spec["title"]["text"]
     'DET curves of 2 systems on the same 40 subjects'
     """
@@ -116,13 +117,15 @@ def systems_det_chart(obj, *, dim: str = "system", band=True, difference: xr.Dat
                             for s in subs], dim=dim, combine_attrs="override").assign_coords(index)
     n_subjects = len(set().union(*(_stack._subject_labels(s) for s in subs)))
     text = title or f"DET curves of {len(names)} systems on the same {n_subjects:,} subjects"
-    chart = det_chart(det, eer=points, band=band, axes=axes, limits=limits, title=text)
-    pooled = _counts_text(det)  # det_chart sums the counts over the systems: say them per system
+    extra = {} if size is None else {"size": size}
+    chart = det_chart(det, eer=points, band=band, axes=axes, limits=limits, fmr_targets=fmr_targets, title=text,
+                      **extra)
+    pooled = _counts_text(det)  # the counts of each system, said once when they are the same
     subtitle = [_per_system_counts(det, dim) if line == pooled else line for line in chart.title.subtitle if line]
     if band is not None:
         subtitle.append("Each band is one system's own uncertainty; the systems share their subjects, so compare "
                         "them by the paired difference")
     if difference is not None:
         subtitle += _difference_lines(difference)
-    chart.title = _title(text, subtitle)
+    chart.title = _title(text, subtitle, chart.width + 160)
     return chart

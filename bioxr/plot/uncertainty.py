@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._axes import _AXIS, _LEGEND, SIZE, _fill, _series_frame, _title
+from ._axes import _AXIS, _LEGEND, SIZE, _expect, _fill, _series_frame, _snap_log, _title
 
 __all__ = ["design_chart", "design_ratio_chart"]
 
@@ -125,6 +125,8 @@ def _band_text(band: xr.Dataset, what: str) -> list[str]:
     method = str(a.get("method", ""))
     unit = a.get("unit") or (re.search(r"bootstrap over (\w+)", method) or [None, None])[1]
     interval = _interval_name(str(a.get("interval") or ("percentile" if "percentile" in method else "")))
+    if interval.startswith("effective-count binomial ("):  # "binomial (widened ...)" -> "binomial, widened ..."
+        interval = interval.replace(" (", ", ", 1).rstrip(")")
     simultaneous = [v for v in _SIMULTANEOUS.values() if v in band]
     pointwise = [v for v in _SIMULTANEOUS if v in band]
     both = bool(simultaneous and pointwise)
@@ -134,16 +136,20 @@ def _band_text(band: xr.Dataset, what: str) -> list[str]:
     if pointwise or not simultaneous:
         level = band[pointwise[0]].attrs.get("level", level) if pointwise else level
         lines.append(" ".join(t for t in ("Darker band:" if both else "Band:",
-                                          f"{float(level):.0%}" if level is not None else "", "pointwise",
-                                          interval, f"intervals of {what}") if t))
+                                          f"{float(level):.0%}" if level is not None else "",
+                                          f"pointwise interval of {what}") if t)
+                     + (f" ({interval})" if interval else ""))
     if unit:
-        how = f"{unit} bootstrap: whole {unit}s resampled"
+        how = f"{str(unit).capitalize()} bootstrap: whole {unit}s resampled"
         if int(a.get("two_level", 0) or 0):
             how += ", then their attempts"
     else:
         how = method or "method not recorded"
     n = a.get("n_replicates")
-    return [*lines, how + (f", {int(n):,} replicates" if n is not None else "")]
+    how += f", {int(n):,} replicates" if n is not None else ""
+    if str(a.get("gallery_variance", "")).startswith("gallery subjects' share of the variance included"):
+        how += "; widened for the gallery subjects' share of the variance"
+    return [*lines, how]
 
 
 def _rate_band_frame(band: xr.Dataset, series: str | None, *, tmr: bool = False) -> pd.DataFrame:
@@ -289,8 +295,7 @@ _ESTIMATOR_NAMES = {"srs": "simple random", "st": "stratified", "cl": "cluster"}
 def _check_study(study, what: str) -> None:
     needed = ["empirical_variance", "mean_v_srs", "mean_v_st", "mean_v_cl", "ratio", "ratio_interval", "compatible"]
     if not isinstance(study, xr.Dataset) or any(n not in study for n in needed):
-        raise TypeError(f"{what} takes the Dataset of bioxr.design.design_study, got "
-                        f"{type(study).__name__ if not isinstance(study, xr.Dataset) else 'a Dataset without ' + str([n for n in needed if n not in study])}.")
+        _expect(study, what, "bioxr.design.design_study", "the empirical variance and the three estimators per run")
 
 
 def _fmt_ratio(r: float) -> str:
@@ -339,7 +344,7 @@ def _ratio_text(study: xr.Dataset, verdict: bool) -> str:
     lead = f"Mean estimator / empirical variance ({level:.0%} interval)"
     if verdict:
         lead += f", verdict at ±{float(study.attrs.get('tolerance', 0.05)):.0%}"
-    return lead + ": " + " · ".join(parts)
+    return lead + ": " + " · ".join(parts)  # wrapped at the " · " by the title
 
 
 def design_chart(study: xr.Dataset, *, verdict: bool = True, title: str | None = None) -> alt.LayerChart:
@@ -405,7 +410,7 @@ def design_chart(study: xr.Dataset, *, verdict: bool = True, title: str | None =
     dashes = [v[2] for v in _DESIGN_SERIES.values()]
     height = SIZE * 2 // 3
     lo, hi = float(frame["variance"].min()), float(frame["variance"].max())
-    ylo, yhi = 10 ** (np.floor(np.log10(lo) * 4) / 4), 10 ** (np.ceil(np.log10(hi) * 4) / 4)
+    ylo, yhi = _snap_log(lo / 1.05, hi * 1.05, steps=(1, 2, 3, 5) if np.log10(hi / lo) <= 3 else (1,))
     x = alt.X("run:Q", scale=alt.Scale(domain=[0.5, float(runs.max()) + 0.5], nice=False),
               axis=alt.Axis(title="run (a fresh draw of collections)", tickMinStep=1, format="d", grid=False, **_AXIS))
     y = alt.Y("variance:Q", scale=alt.Scale(type="log", domain=[ylo, yhi], nice=False),
@@ -422,14 +427,14 @@ def design_chart(study: xr.Dataset, *, verdict: bool = True, title: str | None =
     layers = [alt.Chart(frame).mark_line(strokeWidth=2.2, clip=True).encode(**enc)]
     subtitle = _design_text(study.attrs) + [_ratio_text(study, verdict)]
     title = title if title is not None else f"Design study: {_study_label(study)}"
-    return alt.layer(*layers).properties(width=SIZE + 220, height=height, title=_title(title, subtitle))
+    return alt.layer(*layers).properties(width=SIZE + 220, height=height, title=_title(title, subtitle, SIZE + 220))
 
 
 def _log_ticks(lo: float, hi: float, height: float, min_gap: float = 24.0) -> list[float]:
     """Ticks of a log axis at least ``min_gap`` pixels apart: powers of ten, then (within three decades) 5, 2, 3, ..."""
     span = np.log10(hi / lo)
     powers = 10.0 ** np.arange(np.floor(np.log10(lo)), np.ceil(np.log10(hi)) + 1)
-    chosen: list[float] = []
+    chosen: list[float] = [lo, hi]  # both ends carry a tick
     for digit in (1, 5, 2, 3, 4, 6, 7, 8, 9) if span <= 3 else (1,):
         for v in powers:
             tick = float(f"{digit * v:.12g}")
@@ -516,9 +521,10 @@ def design_ratio_chart(studies, *, verdict: bool = True,
     lo = min(float(finite.min()) if finite.size else 0.5, float(band["low"].min()))
     hi = max(float(finite.max()) if finite.size else 2.0, float(band["high"].max()))
     # half a decade of room on the right for the labels beside the intervals
-    xlo, xhi = 10 ** (np.floor(np.log10(lo) * 2) / 2), 10 ** (np.ceil(np.log10(hi * 1.6) * 2) / 2)
+    xlo, xhi = _snap_log(lo / 1.1, hi * 1.6)
     ticks = [v for v in (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100)
-             if xlo <= v <= xhi]
+             if xlo * (1 - 1e-9) <= v <= xhi * (1 + 1e-9)]
+    ticks = sorted({xlo, xhi, *ticks})  # both ends carry a tick
     order = [label for label in dict.fromkeys(frame["study"])]
     estimators = ["srs", "st", "cl"]
     names = [f"{e} ({_ESTIMATOR_NAMES[e]})" for e in estimators]
@@ -560,4 +566,4 @@ def design_ratio_chart(studies, *, verdict: bool = True,
         else "Exploratory: ratios only, no verdicts",
     ]
     return alt.layer(*layers).properties(width=SIZE + 60, height=max(90, 78 * n_rows),
-                                         title=_title(title, subtitle))
+                                         title=_title(title, subtitle, SIZE + 60 + 200))
