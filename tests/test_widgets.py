@@ -98,27 +98,120 @@ def test_table_shows_wilson_intervals(explorer):
     assert "(rule of three)" in _row(explorer.table.value, "fmr")
 
 
-def test_charts_are_svg_images_with_the_overlay_where_vega_puts_it(explorer):
+def _scene_items(spec: dict, name: str) -> list[dict]:
+    """Items of the mark named ``name`` in Vega's scenegraph of a spec (as vl-convert lays it out)."""
     import vl_convert
 
-    for part in (explorer.histogram, explorer.det):
-        assert part.value.startswith("<img") and "data:image/svg+xml;base64," in part.value
-        assert "http" not in _svg(part.value).split('class="bioxr-overlay"')[1]
-    # the overlay's origin is the plotting area's, as Vega lays it out
-    spec = plot.det_chart(explorer.det_curve, eer=explorer.eer, limits=explorer._det_limits()).to_dict()
     scene = vl_convert.vegalite_to_scenegraph(spec, vl_version=plot.VL_VERSION)
     scene = scene if isinstance(scene, dict) else json.loads(scene)
-    assert tuple(float(v) for v in scene["origin"]) == explorer._det.origin
-    # the threshold rule sits at the threshold on the histogram's x scale
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if node.get("name") == f"{name}_marks":
+                found.extend(node.get("items", []))
+            for item in node.get("items", []):
+                walk(item)
+
+    walk(scene["scenegraph"])
+    return found
+
+
+def _linear(v, domain, size, flip=False):
+    frac = (v - domain[0]) / (domain[1] - domain[0])
+    return (1 - frac) * size if flip else frac * size
+
+
+def test_overlay_is_drawn_by_vega_from_params(explorer):
+    """The threshold rule and the operating point are layers of the Vega-Lite spec, bound to params."""
+    hist, det = explorer._hist, explorer._det
+    names = [layer.get("name") for layer in det.spec["layer"]]
+    assert {"bioxr_operating_point", "bioxr_operating_label", "bioxr_guides_v"} <= set(names)
+    assert {p["name"] for p in det.spec["params"]} >= {"bioxr_x", "bioxr_y", "bioxr_label"}
     explorer.slider.value = 1.0
-    x0, x1 = explorer._hist.x_domain
-    x = float(re.search(r'class="bioxr-overlay"[^>]*><line x1="([-\d.]+)"', _svg(explorer.histogram.value)).group(1))
-    assert x == pytest.approx((1.0 - x0) / (x1 - x0) * explorer._hist.width, abs=0.06)
-    # the operating point sits at the probit of its rates
     r = explorer.rates
-    cx, cy = (float(v) for v in re.search(r'<circle cx="([-\d.]+)" cy="([-\d.]+)"', _svg(explorer.det.value)).groups())
-    assert cx == pytest.approx(explorer._det.px(float(plot.probit(float(r.fmr)))), abs=0.06)
-    assert cy == pytest.approx(explorer._det.py(float(plot.probit(float(r.fnmr)))), abs=0.06)
+    # the rule sits at the threshold on the histogram's own x scale, as Vega lays it out
+    (rule,) = _scene_items(hist.current_spec(), "bioxr_threshold_rule")
+    assert rule["x"] == pytest.approx(_linear(1.0, hist.x_domain, hist.spec["width"]), abs=0.01)
+    (label,) = _scene_items(hist.current_spec(), "bioxr_threshold_label")
+    assert label["text"] == "threshold 1"
+    # the operating point at the probits of its rates, labelled with them
+    (point,) = _scene_items(det.current_spec(), "bioxr_operating_point")
+    fmr, fnmr = float(r.fmr), float(r.fnmr)
+    assert point["x"] == pytest.approx(_linear(float(plot.probit(fmr)), det.x_domain, det.spec["width"]), abs=0.01)
+    assert point["y"] == pytest.approx(_linear(float(plot.probit(fnmr)), det.y_domain, det.spec["height"], flip=True),
+                                       abs=0.01)
+    (text,) = _scene_items(det.current_spec(), "bioxr_operating_label")
+    assert text["text"] == f"FMR {widgets._pct(fmr)}, FNMR {widgets._pct(fnmr)}"
+    # a move changes the params, nothing else: the base layers are the chart's own
+    before = json.dumps(det.spec["layer"])
+    explorer.slider.value = 2.5
+    assert json.dumps(det.spec["layer"]) == before
+    (moved,) = _scene_items(det.current_spec(), "bioxr_operating_point")
+    assert moved["x"] < point["x"] and moved["y"] < point["y"], "stricter: lower FMR (left), higher FNMR (up)"
+
+
+def test_live_charts_are_offline_jupytercharts_with_the_params(explorer):
+    alt = pytest.importorskip("altair")
+    pytest.importorskip("anywidget")
+    assert isinstance(explorer.det, alt.JupyterChart) and isinstance(explorer.histogram, alt.JupyterChart)
+    assert alt.JupyterChart._is_offline, "the Vega bundle comes from vl-convert, not a CDN"
+    assert explorer.det._esm.count("cdn.jsdelivr.net") == 0
+    explorer.slider.value = 2.0
+    assert explorer.histogram.params.bioxr_t == 2.0
+    assert explorer.det.params.bioxr_x == pytest.approx(float(plot.probit(float(explorer.rates.fmr))))
+    assert explorer.det.params.bioxr_label.startswith(f"FMR {widgets._pct(float(explorer.rates.fmr))}")
+
+
+def test_overlay_specs_are_valid_vega_lite(explorer):
+    """The live charts skip Altair's validation (seconds per chart): check the spec once here, on a few rows."""
+    import altair as alt
+
+    for view in (explorer._hist, explorer._det):
+        spec = json.loads(json.dumps(view.spec))
+        for layer in spec["layer"]:
+            if "values" in layer.get("data", {}):
+                layer["data"]["values"] = layer["data"]["values"][:3]
+        for name, data in spec.get("datasets", {}).items():
+            spec["datasets"][name] = data[:3]
+        alt.LayerChart.from_dict(spec, validate=True)
+
+
+def test_the_kernel_keeps_the_overlay_when_a_view_is_drawn_again(explorer):
+    """A view drawn again (a second display, a reload) reports its spec's values; the kernel sends its own back."""
+    pytest.importorskip("anywidget")
+    explorer.slider.value = 2.5
+    wanted = explorer._det.values["bioxr_x"]
+    explorer.det._params = {**explorer.det._params, "bioxr_x": wanted - 1.0}  # what the browser would report
+    assert explorer.det.params.bioxr_x == wanted and explorer.det._params["bioxr_x"] == wanted
+
+
+def test_without_live_charts_each_move_renders_the_spec_to_an_image(cube):
+    explorer = widgets.threshold_explorer(cube, live=False)
+    for part in (explorer.histogram, explorer.det):
+        assert part.value.startswith("<img") and "data:image/svg+xml;base64," in part.value
+        assert "http" not in _svg(part.value).split("</style>")[-1].replace("http://www.w3.org", "")
+    before = explorer.det.value
+    explorer.slider.value = 2.5
+    assert explorer.det.value != before and "FMR " + widgets._pct(float(explorer.rates.fmr)) in _svg(explorer.det.value)
+
+
+def test_static_html_shows_the_current_state(explorer):
+    explorer.slider.value = 2.5
+    bundle = explorer._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle  # the live widget in a notebook
+    static = bundle["text/html"]  # what an export without a widget manager shows
+    assert static.count('<img alt="') == 2 and explorer.table.value in static
+    assert "threshold 2.5" in _svg(static)  # the first image: the histogram with the rule where the slider is
+
+
+def test_off_axis_rates_stay_on_the_chart(explorer):
+    explorer.slider.value = explorer.slider.max  # nothing non-mated accepted: FMR 0 is at minus infinity
+    det = explorer._det
+    assert det.values["bioxr_x"] == det.x_domain[0] and det.values["bioxr_fill"] == 0.35
+    assert det.values["bioxr_label"].endswith("(FMR off the axes)")
+    explorer.target.value = "eer"
+    assert det.values["bioxr_fill"] == 1.0
 
 
 def test_each_update_records_its_time():

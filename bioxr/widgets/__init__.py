@@ -12,21 +12,28 @@ not load ipywidgets.
   and read the design chart, the ratios with their verdicts (compatible,
   incompatible, or inconclusive when the study has too few trials to tell)
   and the F tests; every run joins a ratio chart of the iterations so far.
+- :func:`demographics_explorer`: pick the group variable and the global
+  threshold (from an overall FMR target, or typed) and watch the per-group
+  FNMR and FMR with their margins and the cross-group impostor FMR heatmap
+  follow (ISO/IEC 19795-10).
 
-Charts are Altair rendered to SVG by vl-convert and shown as images in
-``ipywidgets.HTML``, so they draw offline (in JupyterLab, in nbconvert and
-in a static page). Everything exact is computed once when the explorer is
-built (the DET curve, the EER, the FMR targets); a move of the slider only
-counts errors at one threshold (:func:`bioxr.verification.error_rates`) and
-draws the new threshold over the pictures rendered at the start, which
-takes milliseconds instead of a fresh render (0.1 to 0.3 s a chart).
+The threshold explorer's charts are live Vega views (Altair's JupyterChart,
+offline: the Vega bundle comes from vl-convert, so nothing loads from a
+CDN); the threshold and the operating point are Vega-Lite params that a move
+of the slider sends from the kernel, and Vega redraws the overlay itself.
+Without anywidget it falls back to images re-rendered by vl-convert
+(``live=False``). The other explorers render Altair to SVG with vl-convert
+and show it in ``ipywidgets.HTML``, so they draw offline in JupyterLab, in
+nbconvert and in a static page. Everything exact is computed once when an
+explorer is built; a move only counts errors at one threshold.
 """
 
 from __future__ import annotations
 
 from ._common import _num, _pct  # noqa: F401 - formats the tests read
 from .design import DesignExplorer, design_explorer
+from .demographics import DEFAULT_DEMOGRAPHIC_TARGETS, DemographicsExplorer, demographics_explorer, group_variables
 from .threshold import CUSTOM, DEFAULT_FMR_TARGETS, ThresholdExplorer, threshold_explorer
 
 __all__ = ["ThresholdExplorer", "threshold_explorer", "DesignExplorer", "design_explorer", "DEFAULT_FMR_TARGETS",
-           "CUSTOM"]
+           "CUSTOM", "DemographicsExplorer", "demographics_explorer", "group_variables", "DEFAULT_DEMOGRAPHIC_TARGETS"]

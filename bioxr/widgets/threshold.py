@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import base64
 import html
-import re
 import time
 
 import ipywidgets as W
@@ -12,14 +10,14 @@ import numpy as np
 import xarray as xr
 
 from .. import plot, verification
-from ._common import _FONT, _INK, _display_now, _num, _pct
+from ._common import _INK, _display_now, _num, _pct, _VegaView
 
 try:  # confidence intervals for the table (bioxr.intervals)
     from ..intervals import binomial_interval
 except ImportError:  # pragma: no cover - the hook: the table then shows no interval column
     binomial_interval = None
 
-__all__ = ["ThresholdExplorer", "threshold_explorer", "DEFAULT_FMR_TARGETS", "CUSTOM"]
+__all__ = ["CUSTOM", "DEFAULT_FMR_TARGETS", "ThresholdExplorer", "threshold_explorer"]
 
 
 #: FMR targets offered as operating points (those below 1 / non-mated comparisons are left out).
@@ -29,53 +27,114 @@ PROGRESS_CELLS = 2_000_000
 #: The operating-point choice meaning "wherever the slider is".
 CUSTOM = "custom"
 _LEVEL = 0.95
-_TABLE_STYLE = ("<style>.bioxr-rates table th, .bioxr-rates table td {padding: 3px 12px; text-align: right} "
+_TABLE_STYLE = ("<style>.bioxr-rates {line-height: 1.35} "
+                ".bioxr-rates table th, .bioxr-rates table td {padding: 3px 8px; text-align: right} "
+                ".bioxr-rates table td {white-space: nowrap} "
                 ".bioxr-rates table tr > :first-child {text-align: left; padding-left: 0} "
                 ".bioxr-rates table tr:first-child > * {border-bottom: 1px solid #999}</style>")
 
 
-class _Canvas:
-    """A chart rendered once to SVG, with marks drawn over it on every update.
+# charts shrink to their flex box (Vega's SVG has a viewBox), so the DET can stay beside the histogram
+_LAYOUT_STYLE = ("<style>.bioxr-chart {max-width: 100%; overflow: hidden} "
+                 ".bioxr-chart .vega-embed {max-width: 100%; padding-right: 0 !important} "
+                 ".bioxr-chart svg, .bioxr-chart img {max-width: 100%; height: auto}</style>")
 
-    The plotting area's origin is read from the SVG (Vega's renderer
-    translates its root group there) and the scales are the chart's own
-    explicit domains, so an overlaid mark lands where Vega would draw it.
-    """
 
-    def __init__(self, chart, *, layer_with_domain: int, alt_text: str):
+def _domain(spec: dict, channel: str) -> tuple[float, float] | None:
+    """The explicit scale domain of a channel in a layered spec (the first layer giving one)."""
+    for layer in spec["layer"]:
+        scale = (layer.get("encoding", {}).get(channel) or {}).get("scale") or {}
+        if isinstance(scale.get("domain"), list) and len(scale["domain"]) == 2:
+            return float(scale["domain"][0]), float(scale["domain"][1])
+    return None
+
+
+def _clip(v: float, domain: tuple[float, float] | None) -> float:
+    lo, hi = domain if domain is not None else (-1e12, 1e12)
+    return float(np.clip(v, lo, hi)) if not np.isnan(v) else lo
+
+
+def _from_one_row(name: str, fields: dict, mark: dict, encoding: dict) -> dict:
+    """An overlay layer of one datum whose fields are Vega expressions of the params."""
+    return {"name": name, "data": {"values": [{}]},
+            "transform": [{"calculate": expr, "as": field} for field, expr in fields.items()],
+            "mark": mark, "encoding": encoding}
+
+
+class _HistogramView(_VegaView):
+    """The score histogram with the threshold rule and its label, drawn by Vega from params."""
+
+    def __init__(self, chart, threshold: float, *, live=None):
         spec = chart.to_dict()
-        self.svg = plot.render_svg(spec)
-        found = re.search(r'<g\b[^>]*\btransform="translate\(([-\d.e]+),\s*([-\d.e]+)\)"', self.svg)
-        if found is None:  # pragma: no cover - depends on vl-convert's SVG writer
-            raise RuntimeError("cannot locate the plotting area in the rendered chart")
-        self.origin = (float(found.group(1)), float(found.group(2)))
-        self.width, self.height = float(spec["width"]), float(spec["height"])
-        enc = spec["layer"][layer_with_domain]["encoding"]
-        self.x_domain = tuple(map(float, enc["x"]["scale"]["domain"]))
-        y_scale = enc.get("y", {}).get("scale") or {}
-        self.y_domain = tuple(map(float, y_scale["domain"])) if "domain" in y_scale else (0.0, 1.0)
-        self.alt_text = alt_text
+        self.x_domain = _domain(spec, "x")
+        self.height = float(spec.get("height", 260))
+        x = {"field": "bioxr_t", "type": "quantitative"}
+        label = {"type": "text", "fontSize": 12, "fontWeight": "bold", "baseline": "middle",
+                 "text": {"expr": "bioxr_label"}, "align": {"expr": "bioxr_align"}, "dx": {"expr": "bioxr_dx"}}
+        where = {"x": x, "y": {"value": round(self.height * 0.45, 1)}}
+        overlay = [
+            _from_one_row("bioxr_threshold_rule", {"bioxr_t": "bioxr_t"},
+                          {"type": "rule", "color": _INK, "strokeWidth": 2.5, "clip": True}, {"x": x}),
+            _from_one_row("bioxr_threshold_halo", {"bioxr_t": "bioxr_t"},
+                          {**label, "stroke": "white", "strokeWidth": 4, "strokeJoin": "round"}, where),
+            _from_one_row("bioxr_threshold_label", {"bioxr_t": "bioxr_t"}, {**label, "color": _INK}, where),
+        ]
+        super().__init__(spec, overlay, self._params(threshold), alt_text="mated and non-mated score histograms "
+                         "with the threshold", live=live)
 
-    def px(self, x: float) -> float:
-        x0, x1 = self.x_domain
-        return float(np.clip((x - x0) / (x1 - x0), 0.0, 1.0)) * self.width
+    def _params(self, threshold: float) -> dict:
+        x = _clip(threshold, self.x_domain)
+        lo, hi = self.x_domain or (x - 1, x + 1)
+        right = (x - lo) / (hi - lo) > 0.6 if hi > lo else False
+        return {"bioxr_t": x, "bioxr_label": f"threshold {_num(threshold)}",
+                "bioxr_align": "right" if right else "left", "bioxr_dx": -5 if right else 5}
 
-    def py(self, y: float) -> float:
-        y0, y1 = self.y_domain
-        return (1.0 - float(np.clip((y - y0) / (y1 - y0), 0.0, 1.0))) * self.height
+    def move(self, threshold: float) -> None:
+        self.set(**self._params(threshold))
 
-    def text(self, x: float, y: float, label: str, *, anchor: str = "start", bold: bool = False) -> str:
-        weight = ' font-weight="bold"' if bold else ""
-        return (f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="12" {_FONT}{weight} fill="{_INK}" '
-                f'stroke="white" stroke-width="3" paint-order="stroke">{html.escape(label)}</text>')
 
-    def image(self, overlay: str) -> str:
-        ox, oy = self.origin
-        end = self.svg.rfind("</svg>")
-        svg = f'{self.svg[:end]}<g class="bioxr-overlay" transform="translate({ox},{oy})">{overlay}</g></svg>'
-        data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
-        return (f'<img alt="{html.escape(self.alt_text)}" style="max-width:100%;height:auto" '
-                f'src="data:image/svg+xml;base64,{data}">')
+class _DetView(_VegaView):
+    """The DET curve with the operating point, its guides to the axes and its label, drawn by Vega from params."""
+
+    def __init__(self, chart, fmr: float, fnmr: float, *, live=None):
+        spec = chart.to_dict()
+        self.x_domain, self.y_domain = _domain(spec, "x"), _domain(spec, "y")
+        self.height = float(spec.get("height", 400))
+        xlo = self.x_domain[0] if self.x_domain else -8.0
+        ylo = self.y_domain[0] if self.y_domain else -8.0
+        at = {"x": {"field": "x", "type": "quantitative"}, "y": {"field": "y", "type": "quantitative"}}
+        guide = {"type": "rule", "color": _INK, "strokeWidth": 1, "strokeDash": [3, 3]}
+        label = {"type": "text", "fontSize": 12, "fontWeight": "bold", "text": {"expr": "bioxr_label"},
+                 "align": {"expr": "bioxr_align"}, "dx": {"expr": "bioxr_dx"}, "dy": {"expr": "bioxr_dy"}}
+        point = {"x": "bioxr_x", "y": "bioxr_y"}
+        overlay = [
+            _from_one_row("bioxr_guides_v", {**point, "y0": str(ylo)}, guide, {**at, "y2": {"field": "y0"}}),
+            _from_one_row("bioxr_guides_h", {**point, "x0": str(xlo)}, guide, {**at, "x2": {"field": "x0"}}),
+            _from_one_row("bioxr_operating_point", point,
+                          {"type": "point", "shape": "circle", "filled": True, "size": 160, "fill": "#ff7f0e",
+                           "stroke": _INK, "strokeWidth": 1.5, "opacity": 1, "fillOpacity": {"expr": "bioxr_fill"}}, at),
+            _from_one_row("bioxr_operating_halo", point, {**label, "stroke": "white", "strokeWidth": 4,
+                                                          "strokeJoin": "round"}, at),
+            _from_one_row("bioxr_operating_label", point, {**label, "color": _INK}, at),
+        ]
+        super().__init__(spec, overlay, self._params(fmr, fnmr),
+                         alt_text="DET curve with the current operating point", live=live)
+
+    def _params(self, fmr: float, fnmr: float) -> dict:
+        x = _clip(float(plot.probit(fmr)) if np.isfinite(fmr) else np.nan, self.x_domain)
+        y = _clip(float(plot.probit(fnmr)) if np.isfinite(fnmr) else np.nan, self.y_domain)
+        off = [name for name, v in (("FMR", fmr), ("FNMR", fnmr)) if not 0 < v < 1]
+        label = f"FMR {_pct(fmr)}, FNMR {_pct(fnmr)}" + (f" ({' and '.join(off)} off the axes)" if off else "")
+        xlo, xhi = self.x_domain or (x - 1, x + 1)
+        ylo, yhi = self.y_domain or (y - 1, y + 1)
+        right = (x - xlo) / (xhi - xlo) > 0.5 if xhi > xlo else False
+        y_px = (1 - (y - ylo) / (yhi - ylo)) * self.height if yhi > ylo else 0.0
+        return {"bioxr_x": x, "bioxr_y": y, "bioxr_label": label, "bioxr_align": "right" if right else "left",
+                "bioxr_dx": -10 if right else 10, "bioxr_dy": -12 if y_px > 30 else 22,
+                "bioxr_fill": 0.35 if off else 1.0}
+
+    def move(self, fmr: float, fnmr: float) -> None:
+        self.set(**self._params(fmr, fnmr))
 
 
 class ThresholdExplorer(W.VBox):
@@ -95,9 +154,10 @@ class ThresholdExplorer(W.VBox):
         or ``"custom"`` once the slider has been moved by hand.
     table : ipywidgets.HTML
         FMR and FNMR at the threshold, with counts and 95% binomial intervals (modified Wilson).
-    histogram, det : ipywidgets.HTML
+    histogram, det : altair.JupyterChart or ipywidgets.HTML
         The score histogram with the threshold, and the DET curve with the
-        operating point (SVG images).
+        operating point: live Vega views whose overlay follows Vega-Lite
+        params, or (``live=False``) SVG images of the same spec.
     progress : ipywidgets.IntProgress
         Steps of the initial computation (hidden when done).
     status : ipywidgets.Label
@@ -111,11 +171,12 @@ class ThresholdExplorer(W.VBox):
         Computed once: the exact DET curve, the EER (``eer_method``) and
         :func:`bioxr.verification.fnmr_at_fmr` at the offered targets.
     last_update_seconds : float
-        Time the last update took (counting errors, the table and both charts).
+        Time the last update took in the kernel (counting errors, the table, sending both
+        charts' params; with ``live=False`` rendering both images).
     """
 
     def __init__(self, cube: xr.DataArray, *, eer_method: str = "rocch", fmr_targets=DEFAULT_FMR_TARGETS,
-                 show_progress: bool | None = None):
+                 show_progress: bool | None = None, live: bool | None = None):
         from .._core import as_data
 
         as_data(cube, "threshold_explorer")  # a score cube or a comparison list
@@ -146,16 +207,16 @@ class ThresholdExplorer(W.VBox):
         self._step("the score histogram")
         eer_t = float(self.eer.threshold)
         marks = {f"EER ({eer_method})": eer_t} if np.isfinite(eer_t) else None
-        self._hist = _Canvas(plot.score_histogram(cube, threshold=marks), layer_with_domain=0,
-                             alt_text="mated and non-mated score histograms with the threshold")
+        self._hist = _HistogramView(plot.score_histogram(cube, threshold=marks), eer_t, live=live)
         self._step("the DET chart")
-        self._det = _Canvas(plot.det_chart(self.det_curve, eer=self.eer, limits=self._det_limits()), layer_with_domain=1,
-                            alt_text="DET curve with the current operating point")
+        start = verification.error_rates(cube, eer_t)  # the views start where the explorer starts
+        self._det = _DetView(plot.det_chart(self.det_curve, eer=self.eer, limits=self._det_limits()),
+                             float(start.fmr), float(start.fnmr), live=live)
 
         step = _slider_step(lo, hi, integer)
         self.slider = W.FloatSlider(
             min=lo, max=hi, step=step, value=float(np.clip(eer_t, lo, hi)), continuous_update=False,
-            readout_format=".4g", description="threshold", layout=W.Layout(width="55%", min_width="320px"),
+            readout_format=".4g", description="threshold", layout=W.Layout(flex="1 1 300px", min_width="260px"),
             style={"description_width": "initial"},
         )
         options = [(f"EER ({eer_method})", "eer")] + [(f"FMR ≤ {_pct(f)}", f) for f in targets]
@@ -163,8 +224,9 @@ class ThresholdExplorer(W.VBox):
         self.target = W.Dropdown(options=options, value="eer", description="operating point",
                                  style={"description_width": "initial"}, layout=W.Layout(width="260px"))
         self.table = W.HTML()
-        self.histogram = W.HTML()
-        self.det = W.HTML()
+        self.histogram, self.det = self._hist.widget, self._det.widget
+        self.histogram.add_class("bioxr-chart")
+        self.det.add_class("bioxr-chart")
         self.threshold = eer_t
         self.slider.observe(self._on_slider, names="value")
         self.target.observe(self._on_target, names="value")
@@ -173,10 +235,13 @@ class ThresholdExplorer(W.VBox):
         self.progress.layout.display = "none"
         if shown is not None:
             shown.layout.display = "none"
+        # the slider, histogram and table on the left; the DET beside them while both fit their
+        # minimum widths (charts shrink to their box), below them in a narrower window
         controls = W.HBox([self.slider, self.target], layout=W.Layout(flex_flow="row wrap", align_items="center"))
-        charts = W.HBox([W.VBox([self.histogram, self.table]), self.det],
-                        layout=W.Layout(flex_flow="row wrap", align_items="flex-start"))
-        super().__init__([self.progress, controls, charts, self.status])
+        left = W.VBox([controls, self.histogram, self.table], layout=W.Layout(flex="1.25 1 440px", min_width="440px"))
+        right = W.VBox([self.det], layout=W.Layout(flex="1 1 300px", min_width="300px", max_width="620px"))
+        charts = W.HBox([left, right], layout=W.Layout(flex_flow="row wrap", align_items="flex-start", width="100%"))
+        super().__init__([W.HTML(_LAYOUT_STYLE), self.progress, charts, self.status])
         self._update(f"operating point: EER ({eer_method})")
 
     def _det_limits(self) -> tuple[float, float]:
@@ -239,38 +304,23 @@ class ThresholdExplorer(W.VBox):
         start = time.perf_counter()
         self.rates = verification.error_rates(self.cube, self.threshold)
         self.table.value = self._table_html(self.rates)
-        self.histogram.value = self._hist.image(self._rule_overlay())
-        self.det.value = self._det.image(self._point_overlay(self.rates))
+        self._hist.move(self.threshold)
+        self._det.move(float(self.rates.fmr), float(self.rates.fnmr))
         self.last_update_seconds = time.perf_counter() - start
         self.status.value = f"{reason} · updated in {self.last_update_seconds * 1000:.0f} ms"
 
-    def _rule_overlay(self) -> str:
-        c = self._hist
-        x = c.px(self.threshold)
-        label = f"threshold {_num(self.threshold)}"
-        anchor, dx = ("end", -5) if x > c.width * 0.6 else ("start", 5)
-        return (f'<line x1="{x:.1f}" x2="{x:.1f}" y1="0" y2="{c.height:.1f}" stroke="{_INK}" stroke-width="2.5"/>'
-                + c.text(x + dx, c.height * 0.45, label, anchor=anchor, bold=True))
+    def _repr_mimebundle_(self, **kwargs):
+        """The live widget, with the current state as static HTML for outputs without a widget manager."""
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is not None:
+            bundle["text/html"] = self.static_html()
+        return bundle
 
-    def _point_overlay(self, r: xr.Dataset) -> str:
-        c = self._det
-        fmr, fnmr = float(r.fmr), float(r.fnmr)
-        x, y = c.px(float(plot.probit(fmr))), c.py(float(plot.probit(fnmr)))
-        off = [name for name, v in (("FMR", fmr), ("FNMR", fnmr)) if v <= 0 or v >= 1]
-        guide = f'stroke="{_INK}" stroke-width="1" stroke-dasharray="3,3"'
-        parts = [
-            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y:.1f}" y2="{c.height:.1f}" {guide}/>',
-            f'<line x1="0" x2="{x:.1f}" y1="{y:.1f}" y2="{y:.1f}" {guide}/>',
-            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="7" fill="#ff7f0e" stroke="{_INK}" stroke-width="1.5"'
-            + (' fill-opacity="0.35"' if off else "") + "/>",
-        ]
-        label = f"FMR {_pct(fmr)}, FNMR {_pct(fnmr)}"
-        if off:
-            label += f" ({' and '.join(off)} off the axes)"
-        right = x > c.width * 0.5
-        ty = y - 12 if y > 30 else y + 22
-        parts.append(c.text(x + (-10 if right else 10), ty, label, anchor="end" if right else "start", bold=True))
-        return "".join(parts)
+    def static_html(self) -> str:
+        """The charts and the table at the current threshold as offline HTML (images rendered by Vega)."""
+        return ('<div class="bioxr-explorer-static" style="display:flex;flex-flow:row wrap;gap:8px;align-items:flex-start">'
+                f'<div style="flex:1.25 1 440px;min-width:440px">{self._hist.image()}{self.table.value}</div>'
+                f'<div style="flex:1 1 300px;min-width:300px;max-width:620px">{self._det.image()}</div></div>')
 
     def _table_html(self, r: xr.Dataset) -> str:
         fm, fnm = int(r.false_matches), int(r.false_nonmatches)
@@ -338,18 +388,23 @@ def _slider_step(lo: float, hi: float, integer: bool) -> float:
 
 
 def threshold_explorer(cube: xr.DataArray, *, eer_method: str = "rocch", fmr_targets=DEFAULT_FMR_TARGETS,
-                       show_progress: bool | None = None) -> ThresholdExplorer:
+                       show_progress: bool | None = None, live: bool | None = None) -> ThresholdExplorer:
     """An interactive explorer of the decision threshold on a score cube.
 
     A slider over the score range (or an operating point picked from a list:
     the EER, or the most lenient threshold meeting an FMR target) moves the
     threshold; the score histogram shows it as a rule, the DET curve as a
     point, and a table gives FMR and FNMR with their counts and 95% modified-Wilson
-    intervals. Works offline: charts are SVG rendered in the kernel.
+    intervals. Works offline: the overlay is a layer of the Vega-Lite chart
+    itself, bound to params, and Vega's JavaScript comes from vl-convert.
+    The DET stays beside the slider and histogram while the window allows
+    (about 1200 px in JupyterLab); charts shrink to fit, and wrap below
+    that. A static export (nbconvert HTML without a widget manager) shows
+    the starting state as images.
 
     The exact DET curve, the EER and the FMR targets are computed once (a
     progress bar shows the steps for cubes of 2e6 cells or more); each move
-    then counts errors at one threshold and redraws only the threshold.
+    then counts errors at one threshold and sends the new overlay.
 
     Parameters
     ----------
@@ -363,6 +418,13 @@ def threshold_explorer(cube: xr.DataArray, *, eer_method: str = "rocch", fmr_tar
     show_progress : bool, optional, keyword-only
         Display the progress bar while computing; default for cubes of
         :data:`PROGRESS_CELLS` cells or more, inside a notebook.
+    live : bool, optional, keyword-only
+        Draw the charts as live Vega views in the browser (Altair's
+        ``JupyterChart``, offline; needs ``anywidget``): a move sends the
+        threshold and the operating point as Vega-Lite params and Vega redraws
+        the overlay. With ``False`` each move renders the same layered spec
+        to an SVG image in the kernel (vl-convert, slower). Default: live
+        when anywidget is installed.
 
     Returns
     -------
@@ -386,23 +448,5 @@ def threshold_explorer(cube: xr.DataArray, *, eer_method: str = "rocch", fmr_tar
     >>> "FNMR" in explorer.table.value
     True
     """
-    return ThresholdExplorer(cube, eer_method=eer_method, fmr_targets=fmr_targets, show_progress=show_progress)
-
-
-# --------------------------------------------------------------------------
-# The design explorer (Micheals-Boult, seed 000)
-# --------------------------------------------------------------------------
-
-#: Randomization choices of the design explorer: label -> value of ``randomize`` (the trial dim when shuffled).
-_SHUFFLE = "shuffle"
-_DESIGN_TABLE_STYLE = ("<style>.bioxr-design table th, .bioxr-design table td {padding: 3px 10px; text-align: right} "
-                       ".bioxr-design table tr > :first-child {text-align: left; padding-left: 0} "
-                       ".bioxr-design table tr:first-child > * {border-bottom: 1px solid #999}</style>")
-_MAX_HISTORY = 8
-#: How each verdict of the design explorer is drawn.
-_VERDICT_STYLE = {"compatible": '<b style="color:#2a7d2a">compatible</b>',
-                  "incompatible": '<span style="color:#b00">incompatible</span>',
-                  "inconclusive": '<span style="color:#8a5a00">inconclusive</span>'}
-_ESTIMATOR_NAMES = {"srs": "simple random", "st": "stratified", "cl": "cluster"}
-
-
+    return ThresholdExplorer(cube, eer_method=eer_method, fmr_targets=fmr_targets, show_progress=show_progress,
+                             live=live)
