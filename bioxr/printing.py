@@ -66,6 +66,9 @@ _PRINT_CSS = """
   /* headings stay with what follows, also a heading alone in its cell */
   h1, h2, h3, h4, h5, h6 { break-after: avoid !important; break-inside: avoid !important; }
   .jp-MarkdownCell:has(.jp-RenderedMarkdown > :is(h1, h2, h3, h4, h5, h6):last-child) { break-after: avoid; }
+  /* and where Chromium cannot honour break-after (the next block is a chart that does not fit), a heading
+     needs 45 mm below it on its page or moves to the next: an invisible box that adds no height to the layout */
+  h2::after, h3::after, h4::after { content: ""; display: block; height: 45mm; margin-bottom: -45mm; }
   p, li { orphans: 3; widows: 3; }
   /* wide tables wrap in a smaller font instead of running off the page */
   .jp-RenderedHTMLCommon table { font-size: 8pt !important; max-width: 100% !important; table-layout: auto; }

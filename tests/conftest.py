@@ -35,3 +35,137 @@ def face_csv() -> Path:
 def finger_csv() -> Path:
     """Path to finger-left.csv (integer similarity scores, heavy ties)."""
     return _data_file("finger-left.csv")
+
+
+# ------------------------------------------------------------ report renders ---
+
+#: Small values for the parameters a template declares, so a test render takes seconds, not minutes.
+SMALL_REPORT = {"seed": 3, "n_replicates": 50, "n_simulations": 100,
+                "system": "Matcher <X> 1.0", "lab": "Test Lab & Co", "date": "2026-11-30"}
+#: Per template, the simulator's size (only the parameters the template declares are passed).
+SMALL_SIMULATOR = {
+    "verification": {"n_subjects": 6, "n_collections": 48},
+    "identification": {"n_subjects": 6, "n_collections": 48},
+    "certification": {"n_subjects": 60},
+    "comparison": {"n_subjects": 40},
+    "design": {"n_subjects": 8, "n_collections": 96, "collections_per_run": 48, "n_runs": 8, "seed": 2},
+    "demographics": {"groups": "A:60,B:40,C:20", "n_samples": 3},
+}
+#: The BSSR1 data sets by name: the template parameters that read them (face-C's -1 column means "not compared").
+BSSR1_DATA = {
+    "face": lambda: {"scores": _data_file("face-C.csv"), "missing": "-1"},
+    "finger": lambda: {"scores": _data_file("finger-left.csv")},
+    "face-finger": lambda: {"scores_a": _data_file("face-C.csv"), "scores_b": _data_file("finger-left.csv"),
+                            "missing": "-1", "names": "face-C,finger-left"},
+}
+
+
+#: The render that also prints its PDF (when a Chromium is found), so test_pdf.py needs no render of its own.
+PRINTED = ("verification", "simulator")
+
+
+def _chromium() -> bool:
+    from bioxr import printing
+
+    try:
+        printing.find_chromium()
+    except Exception:  # noqa: BLE001 - no browser: no PDF (test_pdf.py then skips or fails under CI)
+        return False
+    return True
+
+
+class _Renders:
+    """Run `bioxr report` once per (template, data, parameters) in a session; see :func:`rendered`."""
+
+    def __init__(self, factory):
+        self._factory, self._done = factory, {}
+
+    def parameters(self, template: str, data: str = "simulator", **params) -> dict:
+        from bioxr import report
+
+        declared = {p.name for p in report.template_parameters(template)}
+        values = {k: v for k, v in SMALL_REPORT.items() if k in declared}
+        if data == "simulator":
+            values.update(SMALL_SIMULATOR.get(template, {}))
+        elif data in BSSR1_DATA:
+            values.update(BSSR1_DATA[data]())
+        else:
+            raise ValueError(f"unknown data {data!r}: 'simulator' or one of {', '.join(BSSR1_DATA)}")
+        values = {k: v for k, v in values.items() if k in declared}
+        values.update(params)  # asked for by name: passed even if undeclared, so a typo is an error, not ignored
+        return values
+
+    def process(self, template: str, data: str = "simulator", **params):
+        """The finished `bioxr report` run (a CompletedProcess: returncode, stdout, stderr)."""
+        return self._run(template, data, params)[1]
+
+    def __call__(self, template: str, data: str = "simulator", **params) -> Path:
+        """The output folder of the report; the run must have succeeded."""
+        out, proc = self._run(template, data, params)
+        assert proc.returncode == 0, f"bioxr report {template} on {data} failed:\n{proc.stderr[-3000:]}"
+        return out
+
+    def _run(self, template, data, params):
+        import subprocess
+        import sys
+
+        values = self.parameters(template, data, **params)
+        key = (template, data, tuple(sorted((k, str(v)) for k, v in values.items())))
+        if key not in self._done:
+            out = self._factory.mktemp(f"report-{template}-{data}") / "out"
+            args = [a for k, v in values.items() for a in ("-p", k, str(v))]
+            if (template, data) == PRINTED and _chromium():
+                args.append("--pdf")  # the one PDF of the suite, read back by test_pdf.py
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+            proc = subprocess.run([sys.executable, "-m", "bioxr", "report", template, *args, "-o", str(out)],
+                                  cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+            self._done[key] = (out, proc)
+        return self._done[key]
+
+
+@pytest.fixture(scope="session")
+def rendered(tmp_path_factory):
+    """``rendered(template, data="simulator", **params)``: the output folder of one `bioxr report` run.
+
+    Each (template, data, parameters) runs once per test session, whichever
+    test file asks first, so every check on a report shares one render.
+    ``data`` is ``"simulator"`` (the template's defaults at a small size:
+    :data:`SMALL_SIMULATOR` and :data:`SMALL_REPORT`, for any template in
+    ``templates/``), ``"face"`` or ``"finger"`` (BSSR1 face-C.csv, with -1
+    as "not compared", or finger-left.csv) or ``"face-finger"`` (the
+    comparison template's two files, the same subjects). Extra keyword
+    arguments are template parameters. ``rendered.process(...)`` gives the
+    run's CompletedProcess, ``rendered.parameters(...)`` the values passed.
+    """
+    return _Renders(tmp_path_factory)
+
+
+#: Test files that share the session's report renders (:func:`rendered`): one xdist worker runs them all, so
+#: each (template, data) is rendered once; every other file is a group of its own (module fixtures run once).
+SHARED_RENDERS = {"test_report.py", "test_report_text.py", "test_notebooks.py", "test_design_report.py",
+                  "test_demographics_report.py", "test_generative_report.py", "test_browser.py", "test_pdf.py"}
+
+
+#: Files whose tests share no costly module fixture: each test is scheduled on its own, which balances the workers.
+UNGROUPED = {"test_coverage.py"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the node ids
+def pytest_collection_modifyitems(config, items):
+    """Under ``pytest -n auto --dist loadgroup`` (the README's command) keep what shares a fixture on one worker.
+
+    The renders of the BSSR1 files (used by test_report_text.py alone) form a
+    group of their own, beside the simulator's renders.
+    """
+    for item in items:
+        name = item.path.name
+        if name in UNGROUPED:
+            continue
+        if name in SHARED_RENDERS:
+            page = getattr(item, "callspec", None) and item.callspec.params.get("page")
+            bssr1 = isinstance(page, tuple) and len(page) == 2 and page[1] in BSSR1_DATA
+            group = "reports-bssr1" if bssr1 else "reports"
+        else:
+            group = str(item.path.relative_to(REPO))
+        item.add_marker(pytest.mark.xdist_group(group))

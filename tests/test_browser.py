@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import bioxr
-from bioxr import plot, report
+from bioxr import plot
 
 pytestmark = pytest.mark.browser
 
@@ -66,10 +66,8 @@ def _open(browser, path: Path):
 
 
 @pytest.fixture(scope="module")
-def report_html(tmp_path_factory):
-    out = tmp_path_factory.mktemp("browser-report")
-    files = report.run_report("verification", out, {"n_subjects": "6", "n_collections": "10", "seed": "2"})
-    return files.html
+def report_html(rendered):
+    return rendered("verification") / "verification.html"  # the suite's shared render of the simulator
 
 
 def test_report_fetches_nothing_throws_nothing_and_draws_its_charts(browser, report_html):
@@ -83,7 +81,7 @@ def test_report_fetches_nothing_throws_nothing_and_draws_its_charts(browser, rep
                    .map(i => ({ok: i.complete && i.naturalWidth > 100 && i.naturalHeight > 100,
                                shown: i.getBoundingClientRect().width > 100, src: i.src}))"""
         )
-        assert len(images) >= 4, "DET, histogram, rates and per-weather DET charts"
+        assert len(images) >= 4, "DET, histogram, rates and per-weather DET charts (the simulator has weather)"
         for image in images:
             assert image["ok"] and image["shown"]
             svg = base64.b64decode(image["src"].split(",", 1)[1]).decode("utf-8")

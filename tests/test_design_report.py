@@ -1,7 +1,8 @@
 """The design report (seed 000) end to end: `bioxr report design`, its charts, results, and nothing fetched.
 
-One small run through the command line is shared by the module: 8 subjects x
-96 collections, runs of 48 collections, 8 runs (about 10 s). The browser test
+One small run through the command line is shared by the session (the
+``rendered`` fixture of tests/conftest.py): 8 subjects x 96 collections, runs
+of 48 collections, 8 runs (about 10 s). The browser test
 reuses tests/test_browser.py's Chromium fixture and page opener.
 """
 
@@ -14,7 +15,7 @@ import nbformat
 import pytest
 import xarray as xr
 from test_browser import _open, browser  # noqa: F401  (a fixture, used by name)
-from test_report import external_fetches, run_cli
+from test_report import external_fetches
 
 from bioxr import report
 
@@ -22,12 +23,10 @@ SMALL = {"n_subjects": 8, "n_collections": 96, "collections_per_run": 48, "n_run
 
 
 @pytest.fixture(scope="module")
-def design_report(tmp_path_factory):
-    out = tmp_path_factory.mktemp("design-report")
-    args = [a for key, value in SMALL.items() for a in ("-p", key, str(value))]
-    proc = run_cli("report", "design", *args, "-o", out)
-    assert proc.returncode == 0, proc.stderr
-    return out, proc
+def design_report(rendered):
+    """The session's one render of the design report (tests/conftest.py), shared with test_report_text."""
+    assert {k: rendered.parameters("design")[k] for k in SMALL} == SMALL
+    return rendered("design"), rendered.process("design")
 
 
 def _charts(page: str) -> list[str]:

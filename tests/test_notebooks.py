@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import nbformat
-import numpy as np
 import pytest
 
 import bioxr
@@ -67,11 +66,36 @@ def _outside(page: str) -> list[str]:
 
 
 def test_there_are_notebooks():
-    assert {"01_quickstart.ipynb", "02_roc_det_cmc.ipynb"} <= {p.name for p in NOTEBOOKS}
+    assert {"01_quickstart.ipynb", "02_roc_det_cmc.ipynb", "06_generative_models.ipynb",
+            "07_from_your_own_scores.ipynb", "08_design_explorer.ipynb"} <= {p.name for p in NOTEBOOKS}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_prose_names_no_internal_file(path):
+    """Notebooks cite their sources by author and year, not by the repository's seed files."""
+    text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+    assert re.search(r"\b00\d_\w+\.txt\b|seeds/", text) is None
+
+
+def _lab_runs_the_notebooks() -> bool:
+    """Whether tests/test_jupyterlab.py runs every notebook in JupyterLab (Playwright and Chromium present, or CI).
+
+    Under CI the browser tests must run (they fail when the browser is
+    missing), so each notebook is executed once there; elsewhere without a
+    browser, nbclient executes them here instead.
+    """
+    if os.environ.get("CI", "").lower() == "true":
+        return True
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return False
+    return Path(os.environ.get("BIOXR_CHROMIUM", "/usr/bin/chromium")).is_file()
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs_clean_from_its_folder(path, monkeypatch):
+    """Committed clean, no definitions, offline renderer; executed here only where JupyterLab's test cannot run."""
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
@@ -83,6 +107,8 @@ def test_notebook_runs_clean_from_its_folder(path, monkeypatch):
     if charts:
         head = "\n".join(c.source for c in _code(nb)[:2])
         assert 'alt.renderers.enable("svg")' in head, "enable the offline SVG renderer at the top"
+    if _lab_runs_the_notebooks():
+        return  # executed once, in a real JupyterLab, by tests/test_jupyterlab.py (errors, outputs, requests)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO)] + ([os.environ["PYTHONPATH"]]
                                                                        if os.environ.get("PYTHONPATH") else [])))
     start = time.perf_counter()
@@ -102,7 +128,7 @@ def test_identification_is_listed_with_its_parameters(capsys):
     assert main(["report", "--list"]) == 0
     listed = capsys.readouterr().out
     assert "identification  (" in listed
-    assert "impostors: str = 'all'  # open set" in listed
+    assert "impostors: str = 'auto'  # open set" in listed
     params = {p.name: p for p in report.template_parameters("identification")}
     assert list(params)[:2] == ["seed", "scores"] and params["scores"].default == ""
 
@@ -121,17 +147,12 @@ def test_template_is_committed_clean(path):
 
 
 @pytest.fixture(scope="module")
-def simulated_report(tmp_path_factory):
-    """Run a template once per module through `bioxr report` with the SMALL parameters it declares."""
-    done = {}
+def simulated_report(rendered):
+    """A template's report on the simulator at a small size: the session's one render (tests/conftest.py)."""
 
     def run(name: str) -> tuple[subprocess.CompletedProcess, Path]:
-        if name not in done:
-            out = tmp_path_factory.mktemp(f"report-{name}")
-            declared = {p.name for p in report.template_parameters(name)}
-            args = [a for key, value in SMALL.items() if key in declared for a in ("-p", key, value)]
-            done[name] = (_cli("report", name, *args, "-o", out), out)
-        return done[name]
+        proc = rendered.process(name)
+        return proc, (rendered(name) if proc.returncode == 0 else None)
 
     return run
 
@@ -147,41 +168,25 @@ def test_template_report_runs_on_the_simulator(path, simulated_report):
     assert "Provenance" in page
 
 
-def test_identification_report_narrates_the_numbers(simulated_report):
+def test_identification_report_narrates_the_numbers(simulated_report, rendered):
     proc, out = simulated_report("identification")
     assert proc.returncode == 0, proc.stderr
     page = (out / "identification.html").read_text(encoding="utf-8")
-    cube = bioxr.simulate.photohead(n_subjects=6, n_collections=12, seed=3)
+    values = rendered.parameters("identification")
+    cube = bioxr.simulate.photohead(n_subjects=values["n_subjects"], n_collections=values["n_collections"],
+                                    seed=values["seed"])
     cube = cube.where(cube.reference_image == cube.image)
     out = bioxr.outcomes.outcomes(cube)
     rank1 = float(bioxr.identification.cmc_curve(out).cmc.sel(rank=1))
     assert f"<strong>rank-1 identification rate</strong> is <strong>{rank1:.2%}</strong>" in page
     assert "Annex F" in page
-    assert "impostors=&quot;all&quot;" in page or 'impostors="all"' in page
+    # every probe's subject is enrolled: a closed-set test, no open-set section (impostors="auto")
     assert "Every probe&#39;s subject is enrolled" in page or "Every probe's subject is enrolled" in page
-    curve = bioxr.identification.open_set_curve(out, impostors="all")
-    assert f"{int(curve.n_impostor_probes):,} impostor searches" in page
+    assert "closed-set test" in page and "Open set: FNIR against FPIR" not in page
     charts = re.findall(r"<img\b[^>]*\ssrc=\"data:image/svg\+xml;base64,", page) + re.findall(r"<svg\b", page)
-    assert len(charts) >= 3, "CMC, CMC by weather, open-set DET"
-    assert "simulated, seed 3" in page and "tie_rule" in page
-
-
-def test_identification_report_from_a_matrix_csv(tmp_path):
-    rng = np.random.default_rng(4)
-    labels = [f"s{i:02d}" for i in range(11)] + ["<b>x</b>"]
-    scores = np.round(rng.normal(0.0, 1.0, (12, 12)) + 2.5 * np.eye(12), 3)
-    scores[:, 3] = -1  # a failed enrolment: reference 3 is never compared
-    path = tmp_path / "matrix.csv"
-    lines = ["," + ",".join(labels)] + [lab + "," + ",".join(f"{v:.3f}" for v in row) for lab, row in zip(labels, scores)]
-    path.write_text("\n".join(lines) + "\n")
-    out = tmp_path / "out"
-    proc = _cli("report", "identification", "--scores", path, "-p", "missing", "-1", "-p", "max_rank", "12", "-o", out)
-    assert proc.returncode == 0, proc.stderr
-    page = (out / "identification.html").read_text(encoding="utf-8")
-    assert "matrix.csv" in page and "<b>x</b>" not in page
-    assert "<strong>11</strong> are closed-set searches" in page  # probe 3's mate was never compared
-    assert "holding the sentinel" in page and "no breakdown by weather" in page
-    assert _outside(page) == []
+    assert len(charts) >= 2, "CMC, CMC by weather"
+    assert f"simulated, seed {values['seed']}" in page and "tie rule" in page
+    # the matrix-file case (a reference never compared, the sentinel) is checked on BSSR1 face-C in test_report_text
 
 
 @pytest.mark.browser
@@ -197,6 +202,7 @@ def test_template_report_opens_offline_in_chromium(path, simulated_report, brows
         drawn = page.evaluate(
             "() => Array.from(document.images).filter(i => i.src.startsWith('data:image/svg') && i.naturalWidth > 0).length"
         )
-        assert drawn >= 2
+        total = page.evaluate("() => Array.from(document.images).filter(i => i.src.startsWith('data:image/svg')).length")
+        assert total >= 1 and drawn == total, f"{drawn} of {total} charts drawn"
     finally:
         page.close()

@@ -19,7 +19,6 @@ import xml.etree.ElementTree as ET
 
 import nbformat
 import pytest
-from test_report import SMALL, run_cli
 
 from bioxr import __main__ as cli
 from bioxr import printing, report
@@ -135,12 +134,12 @@ def stranded_headings(pages: list[str], titles: list[str]) -> list[tuple[int, st
 
 
 @pytest.fixture(scope="module")
-def printed(tmp_path_factory, chromium, pypdf):
-    """The verification report on the simulator (small), run once through the CLI with --pdf."""
-    out = tmp_path_factory.mktemp("printed") / "report"
-    proc = run_cli("report", "verification", *SMALL, "--pdf", "-o", out, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return out, proc
+def printed(rendered, chromium, pypdf):
+    """The verification report on the simulator (small): the suite's shared render, which also prints its PDF."""
+    from conftest import PRINTED
+
+    out = rendered(*PRINTED)
+    return out, rendered.process(*PRINTED)
 
 
 def test_the_pdf_is_written_beside_the_html(printed, pypdf):
