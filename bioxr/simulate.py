@@ -252,6 +252,163 @@ def photohead(
     return cube
 
 
+def demographic(
+    groups: dict[str, int] | None = None,
+    n_samples: int = 4,
+    *,
+    fnmr=0.05,
+    fmr=1e-3,
+    rho=0.2,
+    cross_fmr: float = 0.1,
+    threshold: float = 0.0,
+    seed=0,
+) -> xr.DataArray:
+    """A verification experiment with demographic groups of chosen FNMR, FMR and correlation.
+
+    Every subject has one enrolled reference and ``n_samples`` probes;
+    subject and reference carry the subject's group (``group`` on
+    ``probe``, ``reference_group`` on ``reference``). At ``threshold`` the
+    decisions follow the model of seed 002 (METHODS.md section 5): subject
+    ``i`` of group ``g`` has a false non-match propensity ``p_i ~ Beta(a,
+    b)`` with mean ``fnmr[g]`` and intra-class correlation ``rho[g]`` (``a
+    = pi (1 - rho) / rho``, ``b = (1 - pi)(1 - rho) / rho``; ``p_i = pi`` at
+    ``rho = 0``), and each attempt scores ``threshold - Phi^-1(p_i) + e``
+    with ``e ~ N(0, 1)``, so it falls below the threshold with probability
+    ``p_i`` exactly: the false non-matches of a subject are beta-binomial.
+    A non-mated score of a probe of group ``g`` against a reference of
+    group ``h`` is ``threshold - Phi^-1(1 - f_gh) + e``: it is a false match
+    with probability ``f_gh``, ``fmr[g]`` within a group and ``cross_fmr *
+    sqrt(fmr[g] fmr[h])`` across groups (impostors of another group look
+    less alike, as NIST's demographic studies found). Non-mated
+    comparisons are independent.
+
+    Parameters
+    ----------
+    groups : dict of str to int, optional
+        Group names and their numbers of subjects; default ``{"A": 200,
+        "B": 100, "C": 50}``.
+    n_samples : int
+        Probe samples (attempts) per subject, at least 1.
+    fnmr, fmr, rho : float or dict of str to float, keyword-only
+        The FNMR, within-group FMR and intra-class correlation of the
+        attempts' decisions at ``threshold``: one number for every group or
+        one per group. Rates in (0, 1); ``rho`` in [0, 1).
+    cross_fmr : float, keyword-only
+        FMR across groups as a share of the geometric mean of the two
+        groups' FMR, in [0, inf) (kept below 1 as a rate).
+    threshold : float, keyword-only
+        The threshold at which the rates hold (similarity: a score below it
+        is a non-match).
+    seed : int, SeedSequence or Generator, keyword-only
+
+    Returns
+    -------
+    xarray.DataArray
+        Score cube, dims ``("probe", "reference")``, coordinates as in
+        :func:`gaussian` (``subject``, ``sample``, ``group``, ``probe_id``
+        on ``probe``; ``reference_subject``, ``reference_group``,
+        ``reference_id`` on ``reference``) and the propensity
+        ``fnmr_propensity`` of each subject on ``probe``; attrs
+        ``simulator``, ``threshold``, ``fnmr``, ``fmr``, ``rho`` (per
+        group) and ``cross_fmr``.
+
+    Examples
+    --------
+    >>> from bioxr import simulate
+    >>> cube = simulate.demographic({"A": 30, "B": 10}, n_samples=2, fnmr={"A": 0.02, "B": 0.1}, seed=1)
+    >>> dict(cube.sizes), sorted(set(cube.group.values.tolist()))
+    ({'probe': 80, 'reference': 40}, ['A', 'B'])
+    >>> cube.attrs["fnmr"]
+    {'A': 0.02, 'B': 0.1}
+    >>> bool((simulate.demographic({"A": 30, "B": 10}, 2, fnmr={"A": 0.02, "B": 0.1}, seed=1) == cube).all())
+    True
+    """
+    from scipy.special import ndtri
+
+    groups = {"A": 200, "B": 100, "C": 50} if groups is None else dict(groups)
+    if not groups:
+        raise ValueError("groups is empty: give at least one group and its number of subjects, e.g. {'A': 100}.")
+    for name, n in groups.items():
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"group {name!r} has {n!r} subjects; give a positive whole number.")
+    if sum(groups.values()) < 2:
+        raise ValueError("need at least 2 subjects in all (for non-mated pairs).")
+    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
+        raise ValueError(f"n_samples={n_samples!r}; give a whole number >= 1.")
+    names = [str(g) for g in groups]
+
+    def per_group(value, what, lo, hi, closed_lo):
+        if isinstance(value, dict):
+            unknown = sorted(set(map(str, value)) - set(names))
+            missing = sorted(set(names) - set(map(str, value)))
+            if unknown or missing:
+                raise ValueError(f"{what} names groups {sorted(map(str, value))}; the groups are {names}.")
+            out = {str(k): float(v) for k, v in value.items()}
+        else:
+            out = {g: float(value) for g in names}
+        for g, v in out.items():
+            if not ((lo <= v if closed_lo else lo < v) and v < hi):
+                bounds = f"{'[' if closed_lo else '('}{lo:g}, {hi:g})"
+                raise ValueError(f"{what} of group {g!r} is {v!r}; it must lie in {bounds}.")
+        return {g: out[g] for g in names}
+
+    fnmr_g = per_group(fnmr, "fnmr", 0.0, 1.0, False)
+    fmr_g = per_group(fmr, "fmr", 0.0, 1.0, False)
+    rho_g = per_group(rho, "rho", 0.0, 1.0, True)
+    cross_fmr = float(cross_fmr)
+    if not cross_fmr >= 0:
+        raise ValueError(f"cross_fmr={cross_fmr!r}; give a share >= 0.")
+    root = _entropy(seed)
+    sizes = [int(groups[g]) for g in groups]
+    n = sum(sizes)
+    code = np.repeat(np.arange(len(names)), sizes)  # group of each subject
+    subject_group = np.array(names)[code]
+    pi = np.array([fnmr_g[g] for g in names])[code]
+    r = np.array([rho_g[g] for g in names])[code]
+    rng = _rng(root, 0)
+    p = pi.copy()
+    cor = r > 0
+    if cor.any():
+        a = pi[cor] * (1 - r[cor]) / r[cor]
+        b = (1 - pi[cor]) * (1 - r[cor]) / r[cor]
+        p[cor] = rng.beta(a, b)
+    p = np.clip(p, 1e-12, 1 - 1e-12)
+    fmr_v = np.array([fmr_g[g] for g in names])
+    f = np.minimum(cross_fmr * np.sqrt(np.outer(fmr_v, fmr_v)), 1 - 1e-12)
+    np.fill_diagonal(f, fmr_v)
+    with np.errstate(divide="ignore"):
+        nonmated_mean = threshold - ndtri(1 - f)  # -inf where the cross FMR is 0
+    probe_subject = np.repeat(np.arange(n), n_samples)
+    scores = _rng(root, 1).standard_normal((n * n_samples, n))
+    scores += nonmated_mean[code[probe_subject]][:, code]
+    rows = np.arange(probe_subject.size)
+    scores[rows, probe_subject] = (threshold - ndtri(p))[probe_subject] + _rng(root, 2).standard_normal(rows.size)
+    subjects = np.array([f"s{i:04d}" for i in range(n)])
+    sample = np.tile(np.arange(n_samples), n)
+    cube = score_cube(
+        scores,
+        subject=subjects[probe_subject],
+        reference_subject=subjects,
+        coords={
+            "sample": ("probe", sample),
+            "group": ("probe", subject_group[probe_subject]),
+            "fnmr_propensity": ("probe", p[probe_subject]),
+            "reference_group": ("reference", subject_group),
+        },
+        probe_id=np.array([f"{subjects[s]}-p{k}" for s, k in zip(probe_subject, sample)]),
+        reference_id=np.array([f"{s}-ref" for s in subjects]),
+    )
+    cube.attrs.update(
+        simulator=(f"bioxr.simulate.demographic(groups={dict(zip(names, sizes))}, n_samples={n_samples}, "
+                   f"fnmr={fnmr_g}, fmr={fmr_g}, rho={rho_g}, cross_fmr={cross_fmr}, threshold={threshold})"),
+        threshold=float(threshold), fnmr=fnmr_g, fmr=fmr_g, rho=rho_g, cross_fmr=cross_fmr,
+    )
+    return cube
+
+
+__all__ += ["demographic"]
+
+
 def _normal_quantile(p):
     from scipy.special import ndtri
 
@@ -403,3 +560,92 @@ def systems(
 
 
 __all__ += ["systems"]
+
+
+def generative_models(
+    n_training: int = 200,
+    n_synthetic: int = 300,
+    n_features: int = 10,
+    *,
+    misregistration=(0.0, 0.6),
+    models=("good", "poor"),
+    decay: float = 0.8,
+    seed=0,
+) -> xr.Dataset:
+    """Training samples and the samples of generative models of different quality built from them.
+
+    A class of images (or shapes) is a Gaussian cloud in ``n_features``
+    dimensions whose modes of variation shrink geometrically (standard
+    deviation ``decay**k`` along mode ``k``), as a statistical shape
+    model's do. The training set is ``n_training`` draws from it. Each
+    model is built from the training set as a registration would build
+    it: every training sample is first misregistered by independent
+    N(0, ``misregistration[k]``) noise on each feature (0: perfect
+    correspondence), then a Gaussian (mean and covariance of those
+    samples) is fitted and ``n_synthetic`` samples are drawn from it. A
+    worse correspondence gives a broader, blurrier model whose samples
+    lie farther from the class (worse specificity) and cover it more
+    thinly (worse generalisation), as in Schestowitz et al.'s assessment
+    of non-rigid registration.
+
+    Parameters
+    ----------
+    n_training, n_synthetic : int
+        Training samples, and samples drawn from each model; each at least 2.
+    n_features : int
+        Dimension of a sample, at least 1.
+    misregistration : sequence of float, keyword-only
+        One noise standard deviation (>= 0) per model.
+    models : sequence of str, keyword-only
+        The models' names, one per ``misregistration`` value.
+    decay : float, keyword-only
+        Ratio of successive modes' standard deviations, in (0, 1].
+    seed : int, SeedSequence or Generator, keyword-only
+
+    Returns
+    -------
+    xarray.Dataset
+        ``training`` over (``sample``, ``feature``) and ``synthetic`` over
+        (``model``, ``draw``, ``feature``); coordinate ``misregistration``
+        on ``model``; attrs ``simulator`` (the call).
+
+    Examples
+    --------
+    >>> from bioxr import simulate
+    >>> clouds = simulate.generative_models(n_training=50, n_synthetic=60, n_features=4, seed=1)
+    >>> dict(clouds.synthetic.sizes), clouds.model.values.tolist()
+    ({'model': 2, 'draw': 60, 'feature': 4}, ['good', 'poor'])
+    """
+    noise = np.atleast_1d(np.asarray(misregistration, dtype=float))
+    names = [str(m) for m in models]
+    if noise.ndim != 1 or len(names) != noise.size or len(set(names)) != len(names):
+        raise ValueError(f"give one distinct model name per misregistration value: {names} and {noise.tolist()}.")
+    if not np.all(np.isfinite(noise) & (noise >= 0)):
+        raise ValueError(f"misregistration must be finite standard deviations >= 0, not {noise.tolist()}.")
+    for name, value, low in (("n_training", n_training, 2), ("n_synthetic", n_synthetic, 2), ("n_features", n_features, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, not {value!r}.")
+    if not 0 < decay <= 1:
+        raise ValueError(f"decay must be in (0, 1], not {decay!r}.")
+    root = _entropy(seed)
+    sd = decay ** np.arange(n_features)
+    training = _rng(root, 0).normal(size=(n_training, n_features)) * sd
+    synthetic = np.empty((noise.size, n_synthetic, n_features))
+    for k, s in enumerate(noise):
+        built = training + _rng(root, 1, k).normal(0.0, 1.0, training.shape) * s
+        cov = np.atleast_2d(np.cov(built, rowvar=False))
+        synthetic[k] = _rng(root, 2, k).multivariate_normal(built.mean(axis=0), cov, size=n_synthetic, method="eigh")
+    return xr.Dataset(
+        {"training": (("sample", "feature"), training, {"long_name": "training samples"}),
+         "synthetic": (("model", "draw", "feature"), synthetic, {"long_name": "samples drawn from each model"}),
+         },
+        coords={"model": names, "sample": np.arange(n_training), "draw": np.arange(n_synthetic),
+                "feature": np.arange(n_features),
+                "misregistration": ("model", noise, {"long_name": "sd of the noise added before each model was fitted"})},
+        attrs={"simulator": (f"bioxr.simulate.generative_models(n_training={n_training}, n_synthetic={n_synthetic}, "
+                             f"n_features={n_features}, misregistration={noise.tolist()}, models={names}, "
+                             f"decay={decay})")},
+    )
+
+
+__all__ += ["generative_models"]

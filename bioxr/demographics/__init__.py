@@ -95,6 +95,13 @@ And the summaries cited there, on per-group rates:
 :func:`fairness_discrepancy_rate` (FDR, de Freitas Pereira & Marcel),
 :func:`garbe` (Gini aggregation, Howard et al.) and :func:`max_min_ratio`.
 
+At one global threshold (ISO/IEC 19795-10; NIST FRVT Part 3),
+:mod:`bioxr.demographics.rates` gives each group's FNMR and FMR with
+subject-bootstrap intervals (:func:`group_rates`), the cross-group FMR
+matrix (:func:`cross_group_fmr`) and FDR and GARBE with bootstrap
+intervals (:func:`fairness_intervals`); :mod:`bioxr.demographics.describe`
+says what they show, in sentences for reports.
+
 Modules: :mod:`bioxr.demographics.differential` (the test and the margin),
 :mod:`bioxr.demographics.summaries` (FDR, Gini, GARBE, max/min ratio) and
 the private :mod:`bioxr.demographics._null` (draws and statistics).
@@ -102,6 +109,9 @@ the private :mod:`bioxr.demographics._null` (draws and statistics).
 
 from .differential import NULLS, SmallGroupWarning, differential_test, group_counts, margin_of_error
 from .summaries import fairness_discrepancy_rate, garbe, gini, max_min_ratio
+from .rates import cross_group_fmr, fairness_intervals, global_threshold, group_rates
+from .describe import (REFERENCES, describe_cross, describe_fairness, describe_rates, describe_simulation,
+                       parse_group_map, references, summary_table)
 
 __all__ = [
     "NULLS",
@@ -113,4 +123,16 @@ __all__ = [
     "garbe",
     "gini",
     "max_min_ratio",
+    "global_threshold",
+    "group_rates",
+    "cross_group_fmr",
+    "fairness_intervals",
+    "describe_rates",
+    "describe_cross",
+    "describe_fairness",
+    "references",
+    "REFERENCES",
+    "parse_group_map",
+    "summary_table",
+    "describe_simulation",
 ]
