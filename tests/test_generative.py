@@ -416,7 +416,7 @@ def test_offset_per_feature_and_far_synthetic_set():
 
 def test_offset_data_need_no_direct_scan(monkeypatch):
     # centring makes offset data well conditioned: the matrix product decides, no slow fallback
-    import bioxr.generative as generative
+    import bioxr.generative._search as generative  # the nearest-neighbour search
 
     def refuse(*args, **kwargs):
         raise AssertionError("direct scan used for well-conditioned data")
@@ -495,7 +495,7 @@ def test_float32_inputs_at_an_offset_match_float64_brute_force(offset):
 @pytest.mark.parametrize("block_size", [1, 4, DEFAULT_BLOCK_SIZE])
 def test_candidates_kept_per_sample_stay_bounded(monkeypatch, block_size):
     # memory: at most _CANDIDATE_CAP candidates stored per sample, whatever the ties and the tiling
-    import bioxr.generative as generative
+    import bioxr.generative._search as generative  # the nearest-neighbour search
 
     made = []
 

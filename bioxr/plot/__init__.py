@@ -7,8 +7,9 @@ only show what the Datasets hold.
 
 Verification (:mod:`bioxr.plot.verification`):
 
-- :func:`det_chart`: the DET curve on probit (normal-deviate) axes, with the
-  EER point and its convention, and optionally a bootstrap band;
+- :func:`det_chart`: the DET curve on probit (normal-deviate) axes, each
+  fitted to its own data, with 1-2-5 ticks, the EER of each series, the
+  operating points at chosen FMR targets, and optionally a bootstrap band;
 - :func:`roc_chart`: the ROC curve (TMR against FMR), optionally with a band;
 - :func:`score_histogram`: mated and non-mated score densities;
 - :func:`rates_chart`: FMR and FNMR against the threshold.
@@ -25,27 +26,49 @@ Uncertainty (:mod:`bioxr.plot.uncertainty`):
 - :func:`design_chart`: a Micheals-Boult design study, the empirical
   variance against the three estimators run by run (seed 000's figures);
 - :func:`design_ratio_chart`: the ratio estimator / empirical variance of
-  several studies side by side, with its interval and the tolerance band.
+  several studies side by side, with its interval and the tolerance band;
+- :func:`coverage_chart`: measured coverage of interval methods against
+  the nominal level, with the Monte Carlo band.
+
+Demographic differentials (:mod:`bioxr.plot.demographics`, ISO/IEC 19795-10):
+
+- :func:`group_rates_chart`: per-group FNMR and FMR with their intervals,
+  the overall rate and the margin-of-error band;
+- :func:`cross_fmr_heatmap`: impostor FMR of each probe group against each
+  reference group at one global threshold;
+- :func:`fairness_chart`: FDR and GARBE with their bootstrap intervals.
+
+Generative models (:mod:`bioxr.plot.generative`):
+
+- :func:`generative_chart`: specificity and generalisation with their
+  standard errors, per model or along a training size.
 
 Kept dimensions of a result (``collection``, ``weather``, ...) become one
 curve each, coloured by their label, or one panel each with
-:func:`facet_chart`. Exact curves have a point per distinct
+:func:`facet_chart` (on shared axes). Exact curves have a point per distinct
 score; they are thinned to at most about 2,000 points per curve, keeping
 every point where the drawn curve moves by more than a fraction of a pixel,
-so a curve of 1e6 scores draws like the full one.
+so a curve of 1e6 scores draws like the full one (the chart's
+``description`` says so, and how many points lie at infinity on probit
+axes; subtitles say what a reader needs). A chart given the result of
+another function raises a ``TypeError`` naming the function it expects.
 
 Charts render without a network (:mod:`bioxr.plot._render`):
 :func:`render_svg` and :func:`save_png` use vl-convert, :func:`to_html`
 writes one self-contained interactive page (the Vega bundle embedded once,
-``vegaEmbed`` per chart). In a notebook, ``alt.renderers.enable("svg")``
-shows them offline.
+``vegaEmbed`` per chart). Imported in a Jupyter kernel, :mod:`bioxr.plot`
+switches Altair to its offline ``svg`` renderer when the user has not
+chosen a renderer (:func:`enable_offline_renderer`).
 """
 
 from __future__ import annotations
 
 from ._axes import MAX_POINTS, SIZE, _thin, probit
-from ._render import VL_VERSION, render_svg, save_html, save_png, save_svg, to_html
+from ._render import VL_VERSION, _enable_in_kernel, enable_offline_renderer, render_svg, save_html, save_png, save_svg, to_html
+from .coverage import coverage_chart
+from .demographics import cross_fmr_heatmap, fairness_chart, group_rates_chart
 from .facets import facet_chart
+from .generative import generative_chart
 from .identification import cmc_chart, open_set_chart
 from .systems import systems_det_chart
 from .uncertainty import design_chart, design_ratio_chart
@@ -62,10 +85,18 @@ __all__ = [
     "systems_det_chart",
     "design_chart",
     "design_ratio_chart",
+    "coverage_chart",
+    "group_rates_chart",
+    "cross_fmr_heatmap",
+    "fairness_chart",
+    "generative_chart",
     "probit",
     "render_svg",
     "save_png",
     "save_svg",
     "to_html",
     "save_html",
+    "enable_offline_renderer",
 ]
+
+_enable_in_kernel()  # in a Jupyter kernel, charts show offline (svg) unless the user chose a renderer

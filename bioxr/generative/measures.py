@@ -1,56 +1,4 @@
-"""Specificity and generalisation of a generative model.
-
-A generative model (of faces, shapes, registered images...) is judged by
-comparing the samples it synthesises with the samples it was trained on
-(METHODS.md section 6; Schestowitz et al., seed ``003_*.txt``). With a
-training set ``{I_i}, i = 1..n``, a synthetic set ``{I_j}, j = 1..m`` and a
-distance ``|I_i - I_j|``:
-
-- generalisation ``G = mean_i min_j |I_i - I_j|``: how close the model comes
-  to every training sample (can it *reach* the whole class?);
-- specificity ``S = mean_j min_i |I_i - I_j|``: how close every synthetic
-  sample lies to some training sample (does it generate *only* the class?);
-- standard errors ``sigma_G = SD_i(min_j |I_i - I_j|) / sqrt(n - 1)`` and
-  ``sigma_S = SD_j(min_i |I_i - I_j|) / sqrt(m - 1)``.
-
-Both are low for a good model. A model that memorises its training set has
-``G = S = 0``; both measures say nothing about over-fitting on their own, so
-read them beside held-out data.
-
-Conventions (stated in the results' attrs):
-
-- SD is the population standard deviation (``ddof=0``). The ``sqrt(n - 1)``
-  of the formula is then Bessel's correction, so ``sigma_G = SD_ddof1 /
-  sqrt(n)``: the usual standard error of a mean. Taking ``ddof=1`` *and*
-  dividing by ``sqrt(n - 1)`` would correct twice. The standard errors treat
-  the nearest distances as independent, which they are only approximately
-  (two training samples may share a nearest synthetic sample). They need
-  ``n >= 2`` (``m >= 2``): with one sample the formula divides by zero, and
-  bioxr raises rather than return a meaningless number.
-- Nearest neighbours are found in tiles of at most ``block_size`` distances
-  (default ``2**23``, 64 MB of float64), so the ``n x m`` distance matrix is
-  never built; both minima (for ``G`` and for ``S``) come from the same
-  pass over the tiles. The samples themselves (``n x d`` and ``m x d``) are
-  held in memory; besides a tile, the search holds a boolean mask of it and
-  at most 16 candidate neighbours per sample.
-- ``"euclidean"`` and ``"sqeuclidean"`` give the brute-force answer
-  (:func:`scipy.spatial.distance.cdist`) for any common offset of the data.
-  Both sets are centred on the training mean, which cancels an offset
-  exactly; on the centred samples ``|a|^2 + |b|^2 - 2 a.b`` (a matrix
-  product) screens the candidates: every sample within that shortcut's
-  worst-case rounding bound of the best stays a candidate, and the
-  candidates' distances are recomputed directly, ``|a - b|`` from the
-  original values, to choose the nearest and report its distance. An exact
-  copy gives exactly 0, ties are ties of the direct distances, and float32
-  (or integer) samples are compared in float64. A sample with more than 16
-  candidates (many exact or near ties, or samples far from the training
-  mean compared with their nearest distances, such as far-apart clusters)
-  is resolved by a direct scan of the other set: still exact, but without
-  the matrix product, so slower. Other metrics go through
-  :func:`scipy.spatial.distance.cdist` tile by tile.
-- Ties: the nearest neighbour reported is the first (lowest position) among
-  equally near samples.
-"""
+"""Specificity and generalisation of generative models (Schestowitz et al. 2006): the measures."""
 
 from __future__ import annotations
 
@@ -60,15 +8,10 @@ import numpy as np
 import xarray as xr
 from scipy.spatial.distance import cdist
 
-__all__ = [
-    "DEFAULT_BLOCK_SIZE",
-    "SYNTHETIC",
-    "TRAINING",
-    "generalisation",
-    "specificity",
-    "specificity_generalisation",
-]
+from ._search import _TRICK_METRICS, _nearest
 
+__all__ = ["DEFAULT_BLOCK_SIZE", "SYNTHETIC", "TRAINING", "compare_models", "generalisation", "specificity",
+           "specificity_generalisation"]
 #: Dimension of the per-sample results over the training set.
 TRAINING = "training"
 #: Dimension of the per-sample results over the synthetic set.
@@ -76,13 +19,12 @@ SYNTHETIC = "synthetic"
 #: Default largest number of distances held at once: 2**23 float64 = 64 MB.
 DEFAULT_BLOCK_SIZE = 2**23
 
-_TRICK_METRICS = ("euclidean", "sqeuclidean")
 # cdist metrics whose default parameters are estimated from the data passed
 # in: tile by tile they would change from block to block.
 _DATA_DEPENDENT = {"seuclidean": "V", "mahalanobis": "VI"}
-_METHOD = "specificity and generalisation (Schestowitz et al.; METHODS.md section 6)"
+_METHOD = "specificity and generalisation of a generative model (Schestowitz et al. 2006)"
 _SE_TEXT = "sigma = SD(nearest distances, ddof=0) / sqrt(count - 1) = SD(ddof=1) / sqrt(count)"
-_REFERENCE = "METHODS.md section 6; seed 003_6b210d2704e13292.txt (Schestowitz et al.)"
+_REFERENCE = "Schestowitz et al. (2006), equations 5 to 8"
 
 
 # --------------------------------------------------------------------------- inputs
@@ -177,215 +119,6 @@ def _check_block_size(block_size) -> int:
 # --------------------------------------------------------------------------- nearest neighbours
 # Unit roundoff of float64 and the per-entry bound of the dot-product trick
 # (see _trick_nearest): |t_ij - D_ij| <= _trick_factor(f) * (|x'_i|^2 + |y'_j|^2).
-_UNIT_ROUNDOFF = 2.0**-53
-#: Most candidates kept per sample before it falls back to a direct scan.
-_CANDIDATE_CAP = 16
-
-
-def _trick_factor(features: int) -> float:
-    """Relative error bound of ``|a|^2 + |b|^2 - 2 a.b`` against the direct ``|a - b|^2``.
-
-    Worst-case rounding (any summation order, Higham's ``gamma_f``) of the
-    norms, the dot product, the two additions, the centring and the direct
-    computation sums to about ``(4 f + 16) u (|a|^2 + |b|^2)``; twice that is
-    used.
-    """
-    return (8 * features + 32) * _UNIT_ROUNDOFF
-
-
-def _centred_norms(a: np.ndarray, centre: np.ndarray, rows: int) -> np.ndarray:
-    out = np.empty(a.shape[0])
-    for start in range(0, a.shape[0], rows):
-        tile = np.asarray(a[start : start + rows], dtype=np.float64) - centre
-        out[start : start + rows] = np.einsum("ij,ij->i", tile, tile)
-    return out
-
-
-def _pair_distances(a: np.ndarray, b: np.ndarray, ia: np.ndarray, ib: np.ndarray, rows: int, squared: bool):
-    """Distances ``|a[ia[k]] - b[ib[k]]|`` computed directly, ``rows`` pairs at a time."""
-    out = np.empty(ia.size)
-    for start in range(0, ia.size, rows):
-        stop = start + rows
-        diff = np.asarray(a[ia[start:stop]], dtype=np.float64) - np.asarray(b[ib[start:stop]], dtype=np.float64)
-        out[start:stop] = np.einsum("ij,ij->i", diff, diff)
-    return out if squared else np.sqrt(out)
-
-
-class _Candidates:
-    """Candidate neighbours of each of ``count`` samples, at most ``cap`` each.
-
-    A sample offered more than ``cap`` candidates (exact or near ties) is
-    marked ``over`` and its candidates are dropped: :meth:`resolve` gives it
-    a direct scan instead.
-    """
-
-    def __init__(self, count: int, cap: int):
-        self.cap = cap
-        self.counts = np.zeros(count, dtype=np.intp)
-        self.over = np.zeros(count, dtype=bool)
-        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-
-    def add(self, mask: np.ndarray, t: np.ndarray, start: int, other_start: int, axis: int):
-        """Store the entries of a tile's ``mask``; owners run along ``axis`` from ``start``."""
-        length = mask.shape[axis]
-        counts = self.counts[start : start + length]
-        over = self.over[start : start + length]
-        counted = np.count_nonzero(mask) > length
-        if counted:  # ties somewhere: count per owner first, so no owner stores more than cap
-            counts += np.count_nonzero(mask, axis=1 - axis)
-            over |= counts > self.cap
-            if over.any():
-                mask &= ~over[:, None] if axis == 0 else ~over[None, :]
-        flat = np.flatnonzero(mask)
-        i, j = np.divmod(flat, mask.shape[1])
-        owner, other = (i, j) if axis == 0 else (j, i)
-        if not counted:  # at most one entry per owner on average: count after
-            counts += np.bincount(owner, minlength=length)
-            over |= counts > self.cap
-            keep = ~over[owner]
-            flat, owner, other = flat[keep], owner[keep], other[keep]
-        self.parts.append((owner + start, other + other_start, t.ravel()[flat]))
-
-    def resolve(self, src, dst, limit, squared, block_size):
-        """``(distance, nearest)``: the exact nearest ``dst`` sample of each ``src`` sample."""
-        count = self.counts.size
-        dist = np.full(count, np.inf)
-        nearest = np.zeros(count, dtype=np.intp)
-        if self.parts:
-            owner, other, t = (np.concatenate(p) for p in zip(*self.parts))
-            keep = ~self.over[owner] & (t <= limit[owner])
-            owner, other = owner[keep], other[keep]
-            d = _pair_distances(src, dst, owner, other, max(1, block_size // src.shape[1]), squared)
-            order = np.lexsort((other, d, owner))  # by owner, then distance, then position
-            owner, other, d = owner[order], other[order], d[order]
-            first = np.ones(owner.size, dtype=bool)
-            first[1:] = owner[1:] != owner[:-1]
-            dist[owner[first]] = d[first]
-            nearest[owner[first]] = other[first]
-        scan = np.flatnonzero(self.over)
-        if scan.size:
-            dist[scan], nearest[scan] = _direct_scan(src, dst, scan, squared, block_size)
-        return dist, nearest
-
-
-def _direct_scan(src, dst, owners, squared, block_size):
-    """Nearest ``dst`` sample of each ``src[owners]`` by direct differences (no shortcut)."""
-    cols = min(dst.shape[0], block_size)
-    rows = max(1, block_size // cols)
-    dist = np.full(owners.size, np.inf)
-    nearest = np.zeros(owners.size, dtype=np.intp)
-    for a in range(0, owners.size, rows):
-        sa = np.asarray(src[owners[a : a + rows]], dtype=np.float64)
-        for b in range(0, dst.shape[0], cols):
-            d = cdist(sa, np.asarray(dst[b : b + cols], dtype=np.float64), "sqeuclidean")  # direct differences
-            if not squared:
-                np.sqrt(d, out=d)
-            r = d.argmin(axis=1)
-            rv = d[np.arange(d.shape[0]), r]
-            better = rv < dist[a : a + rows]  # strict: the earlier tile wins ties
-            dist[a : a + rows][better] = rv[better]
-            nearest[a : a + rows][better] = r[better] + b
-    return dist, nearest
-
-
-def _trick_nearest(x: np.ndarray, y: np.ndarray, squared: bool, block_size: int):
-    """Exact nearest neighbours both ways for the (squared) Euclidean distance.
-
-    Both sets are centred on the training mean ``c``, so a large common
-    offset cancels exactly (``x - c`` of nearby floats is exact). On the
-    centred samples ``t_ij = |x'_i|^2 + |y'_j|^2 - 2 x'_i.y'_j`` (one matrix
-    product of the samples augmented with their norms) differs from the
-    direct ``D_ij = |x_i - y_j|^2`` by at most ``e_ij = k (|x'_i|^2 +
-    |y'_j|^2)`` (:func:`_trick_factor`). Every ``j`` with ``t_ij <= min_j t_ij
-    + 2 e_i`` (``e_i`` the bound with the largest ``|y'|^2``) may be the
-    nearest; these candidates are kept (at most ``_CANDIDATE_CAP``, else the
-    sample gets a direct scan) and their distances recomputed directly, so the
-    nearest neighbour and its distance are those of a brute-force search.
-    """
-    n, m, f = x.shape[0], y.shape[0], x.shape[1]
-    cols = min(m, block_size)
-    rows = max(1, min(n, block_size // cols))
-    feature_rows = max(1, block_size // f)  # input rows at a time, bounded like a tile
-    centre = np.mean(x, axis=0, dtype=np.float64)
-    nx = _centred_norms(x, centre, feature_rows)
-    ny = _centred_norms(y, centre, feature_rows)
-    factor = _trick_factor(f)
-    slack_x = 2 * factor * (nx + ny.max())  # t may be e too low here and e too high at the minimum
-    slack_y = 2 * factor * (ny + nx.max())
-    best_x = np.full(n, np.inf)
-    best_y = np.full(m, np.inf)
-    cand_x = _Candidates(n, _CANDIDATE_CAP)
-    cand_y = _Candidates(m, _CANDIDATE_CAP)
-    cand_x.over |= ~np.isfinite(slack_x)  # norms overflowing float64: scan directly
-    cand_y.over |= ~np.isfinite(slack_y)
-    for a in range(0, n, rows):
-        xa = np.empty((min(rows, n - a), f + 2))  # [-2 x', |x'|^2, 1]: -2 is exact
-        np.subtract(x[a : a + rows], centre, out=xa[:, :f])
-        xa[:, :f] *= -2.0
-        xa[:, f] = nx[a : a + rows]
-        xa[:, f + 1] = 1.0
-        for b in range(0, m, cols):
-            yb = np.empty((min(cols, m - b), f + 2))  # [y', 1, |y'|^2]
-            np.subtract(y[b : b + cols], centre, out=yb[:, :f])
-            yb[:, f] = 1.0
-            yb[:, f + 1] = ny[b : b + cols]
-            t = xa @ yb.T  # |x'|^2 + |y'|^2 - 2 x'.y'
-            mask = np.empty(t.shape, dtype=bool)
-            bx = best_x[a : a + rows]
-            np.minimum(bx, t.min(axis=1), out=bx)
-            np.less_equal(t, (bx + slack_x[a : a + rows])[:, None], out=mask)
-            cand_x.add(mask, t, a, b, axis=0)
-            by = best_y[b : b + cols]
-            np.minimum(by, t.min(axis=0), out=by)
-            np.less_equal(t, (by + slack_y[b : b + cols])[None, :], out=mask)
-            cand_y.add(mask, t, b, a, axis=1)
-    dx, ix = cand_x.resolve(x, y, best_x + slack_x, squared, block_size)
-    dy, iy = cand_y.resolve(y, x, best_y + slack_y, squared, block_size)
-    return dx, ix, dy, iy
-
-
-def _nearest(x: np.ndarray, y: np.ndarray, metric, kwargs: dict, block_size: int):
-    """Nearest distances and positions both ways, from one pass over tiles.
-
-    Returns ``(dx, ix, dy, iy)``: ``dx[i] = min_j d(x_i, y_j)`` at ``j =
-    ix[i]``, and ``dy[j] = min_i d(x_i, y_j)`` at ``i = iy[j]``. No tile
-    holds more than ``block_size`` distances.
-    """
-    if isinstance(metric, str) and metric in _TRICK_METRICS:
-        return _trick_nearest(x, y, metric == "sqeuclidean", block_size)
-    n, m = x.shape[0], y.shape[0]
-    cols = min(m, block_size)
-    rows = max(1, min(n, block_size // cols))
-    dx = np.full(n, np.inf)
-    ix = np.zeros(n, dtype=np.intp)
-    dy = np.full(m, np.inf)
-    iy = np.zeros(m, dtype=np.intp)
-    for a in range(0, n, rows):
-        xa = np.asarray(x[a : a + rows], dtype=np.float64)
-        for b in range(0, m, cols):
-            yb = np.asarray(y[b : b + cols], dtype=np.float64)
-            d = cdist(xa, yb, metric, **kwargs)
-            if not np.isfinite(d).all():
-                raise ValueError(
-                    f"metric {metric!r} gave NaN or infinite distances (a cosine or "
-                    "correlation distance of a constant or zero sample, say)."
-                )
-            # nearest synthetic sample of each training sample in this tile
-            r = d.argmin(axis=1)
-            rv = d[np.arange(d.shape[0]), r]
-            better = rv < dx[a : a + rows]  # strict: the earlier tile wins ties
-            dx[a : a + rows][better] = rv[better]
-            ix[a : a + rows][better] = r[better] + b
-            # nearest training sample of each synthetic sample in this tile
-            c = d.argmin(axis=0)
-            cv = d[c, np.arange(d.shape[1])]
-            better = cv < dy[b : b + cols]
-            dy[b : b + cols][better] = cv[better]
-            iy[b : b + cols][better] = c[better] + a
-    return dx, ix, dy, iy
-
-
-# --------------------------------------------------------------------------- results
 def _sample_coords(da: xr.DataArray | None, sample_dim, new_dim: str, count: int) -> dict:
     """Coordinates of ``sample_dim`` moved onto ``new_dim`` (non-index ones prefixed)."""
     coords = {new_dim: np.arange(count)}
@@ -673,3 +406,82 @@ def specificity(
 for _f in (specificity_generalisation, generalisation, specificity):
     _f.__doc__ = _f.__doc__.replace("{params}", _PARAMS)
 del _f
+
+
+# --------------------------------------------------------------------------- several models
+def compare_models(
+    training,
+    synthetic,
+    *,
+    dim: Hashable = "model",
+    sample_dim: Hashable = "sample",
+    synthetic_dim: Hashable | None = None,
+    metric: str | Callable = "euclidean",
+    metric_kwargs: Mapping | None = None,
+    block_size: int | None = None,
+) -> xr.Dataset:
+    """Specificity and generalisation of several models built from one training set.
+
+    Parameters
+    ----------
+    training : xarray.DataArray or array_like
+        As :func:`specificity_generalisation`.
+    synthetic : xarray.DataArray or mapping of str to array_like
+        Each model's samples: a DataArray with dimension ``dim`` (one model
+        per label; other coordinates on ``dim`` come along), or a mapping
+        ``{name: samples}`` (models may draw different numbers of samples).
+    dim : hashable, keyword-only
+        The models' dimension, in ``synthetic`` and in the result.
+    sample_dim : hashable, keyword-only
+        Sample dimension of ``training`` (and of ``synthetic`` unless
+        ``synthetic_dim`` names another).
+    synthetic_dim : hashable, keyword-only
+        Sample dimension of ``synthetic`` (``"draw"`` for
+        :func:`bioxr.simulate.generative_models`); default ``sample_dim``.
+    metric, metric_kwargs, block_size : keyword-only
+        As :func:`specificity_generalisation`.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``dim``: ``G``, ``sigma_G``, ``S``, ``sigma_S``,
+        ``n_training``, ``n_synthetic``; ``training_distance`` over
+        (``dim``, ``training``), which pairs the models' nearest distances
+        sample by sample (:func:`describe` uses it). attrs as
+        :func:`specificity_generalisation`.
+
+    Examples
+    --------
+    >>> from bioxr import generative, simulate
+    >>> clouds = simulate.generative_models(n_training=60, n_synthetic=80, n_features=4, seed=2)
+    >>> res = generative.compare_models(clouds.training, clouds.synthetic, synthetic_dim="draw")
+    >>> res.G.dims, bool((res.G.sel(model="poor") > res.G.sel(model="good")).item())
+    (('model',), True)
+    """
+    if isinstance(synthetic, Mapping):
+        items, coords = list(synthetic.items()), {}
+    elif isinstance(synthetic, xr.DataArray):
+        if dim not in synthetic.dims:
+            raise ValueError(f"synthetic has no model dimension {dim!r} (dims {tuple(synthetic.dims)}); name it with dim=.")
+        items = [(label, synthetic.isel({dim: k})) for k, label in enumerate(synthetic[dim].values.tolist())]
+        coords = {name: c.variable for name, c in synthetic.coords.items() if c.dims == (dim,) and name != dim}
+    else:
+        raise TypeError(f"synthetic must be a DataArray with a {dim!r} dimension or a mapping of model name to "
+                        f"samples, not {type(synthetic).__name__}.")
+    if not items:
+        raise ValueError("synthetic holds no model.")
+    draws = sample_dim if synthetic_dim is None else synthetic_dim
+    results = []
+    for label, samples in items:
+        if isinstance(samples, xr.DataArray) and draws != sample_dim:
+            if draws not in samples.dims:
+                raise ValueError(f"model {label!r} has no sample dimension {draws!r} (dims {tuple(samples.dims)}).")
+            samples = samples.rename({draws: sample_dim})
+        res = specificity_generalisation(training, samples, sample_dim=sample_dim, metric=metric,
+                                         metric_kwargs=metric_kwargs, block_size=block_size)
+        results.append(res[["G", "sigma_G", "S", "sigma_S", "n_training", "n_synthetic", "training_distance"]])
+    out = xr.concat(results, dim=dim, combine_attrs="override").assign_coords({dim: [k for k, _ in items], **coords})
+    return out
+
+
+# --------------------------------------------------------------------------- sentences and table
