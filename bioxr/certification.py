@@ -144,9 +144,11 @@ def plan_next(obj, claim, *, levels=(0.8, 0.9, 0.95), stricter: float = 2.0, pow
                              "allowed errors": int(plan[f"{rate}_allowed_errors"].isel(sel)),
                              "pass probability": float(plan[f"{rate}_pass_probability"].isel(sel))
                              if at_observed else np.nan, "note": why})
-        notes.append(f"{_label(rate)}: true rate {observed:.3g} as observed, {m} attempt(s) per subject"
-                     + (f", intra-class correlation {icc:.2f} as estimated here" if rate == "fnmr" else
-                        ", non-mated comparisons of different subject pairs independent"))
+        attempts = ("one attempt per subject, independent by design" if m == 1 and rate == "fnmr" else
+                    f"{m:,} attempt{'s' if m != 1 else ''} per subject"
+                    + (f", intra-class correlation {icc:.2f} as estimated here" if rate == "fnmr" else ""))
+        notes.append(f"{_label(rate)}: true rate {observed:.3g} as observed, {attempts}"
+                     + ("" if rate == "fnmr" else ", non-mated comparisons of different subject pairs independent"))
     frame = pd.DataFrame(rows)
     for name in ("subjects", "comparisons", "allowed errors"):
         frame[name] = frame[name].astype("Int64")  # counts, blank where there is no plan

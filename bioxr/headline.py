@@ -45,6 +45,16 @@ COLUMNS = ("metric", "at", "convention", "value", "lower", "upper", "bound_kind"
 _CLOSED = ("not computed: every search has its mate enrolled (closed-set data), so there are no non-enrolled "
            "searches to measure FPIR")
 _TEXT = ("metric", "at", "convention", "bound_kind", "interval_method", "flags")
+#: How each operating point is read off the curve (the ``convention`` column of the FNMR and FMR rows).
+FNMR_AT_FMR = "most lenient threshold with FMR <= target"
+FMR_AT_FNMR = "strictest threshold with FNMR <= target"
+#: The rank-tie rules of bioxr.conventions.RANK_TIES, in words (the ``convention`` column of identification rows).
+RANK_RULES = {"bioxr": "Annex F.2 tie shares", "bob": "bob.measure: worst tied rank"}
+
+
+def _rank_rule(attrs) -> str:
+    name = attrs.get("convention", "bioxr")
+    return RANK_RULES.get(name, name)
 
 
 def _row(metric, at, convention="", value=np.nan, bounds=(np.nan, np.nan), bound_kind="", interval_method="",
@@ -87,7 +97,8 @@ def _eer_rows(obj, methods, level, n_replicates, seed, failure_policy, intervals
         n = int(e.n_mated) + int(e.n_nonmated)
         rows.append(_row("EER", "FMR = FNMR", method, e.eer, ci.eer_interval.values if ci is not None else
                          (np.nan, np.nan), "two-sided" if ci is not None else "",
-                         "subject bootstrap" if ci is not None else "", trials=n,
+                         "subject bootstrap" if ci is not None else "",
+                         errors=int(e.false_matches) + int(e.false_nonmatches), trials=n,
                          units=ci.attrs["n_units"] if ci is not None else _units(obj)[0], threshold=e.threshold,
                          flags=[_thirty(int(e.false_nonmatches), "false non-matches at the EER threshold")]))
     return rows
@@ -102,14 +113,14 @@ def _fnmr_rows(obj, targets, level, n_replicates, seed, failure_policy, interval
     for i, t in enumerate(np.atleast_1d(targets)):
         at = f"FMR = {_fmt_target(t)}"
         if t * n_nm < 1:
-            rows.append(_row("FNMR", at, "bioxr", trials=int(op.n_mated), flags=[
+            rows.append(_row("FNMR", at, FNMR_AT_FMR, trials=int(op.n_mated), flags=[
                 f"not resolvable: {n_nm:,} non-mated comparisons resolve FMR down to 1/N = {1 / n_nm:.1e}; "
                 f"this target needs at least {int(np.ceil(1 / t)):,}"]))
             continue
         sel = op.isel(fmr_target=i)
         b = ci.fnmr_interval.values[i] if ci is not None else (np.nan, np.nan)
         fm = int(sel.false_matches)
-        rows.append(_row("FNMR", at, "bioxr", sel.fnmr, b, ci.fnmr_bound_kind.values[i] if ci is not None else "",
+        rows.append(_row("FNMR", at, FNMR_AT_FMR, sel.fnmr, b, ci.fnmr_bound_kind.values[i] if ci is not None else "",
                          "subject bootstrap" if ci is not None else "", errors=int(sel.false_nonmatches),
                          trials=int(op.n_mated), units=ci.attrs["mated_units"] if ci is not None else _units(obj)[1],
                          threshold=sel.threshold,
@@ -132,13 +143,13 @@ def _fmr_rows(obj, targets, level, n_replicates, seed, failure_policy, intervals
     rows = []
     for i, t in enumerate(np.atleast_1d(targets)):
         if not finite[i]:
-            rows.append(_row("FMR", f"FNMR = {_fmt_target(t)}", "bioxr", trials=int(op.n_nonmated), flags=[
+            rows.append(_row("FMR", f"FNMR = {_fmt_target(t)}", FMR_AT_FNMR, trials=int(op.n_nonmated), flags=[
                 "not reachable: even accepting every score leaves FNMR above the target (failures count as false "
                 "non-matches under this failure policy)"]))
             continue
         sel = op.isel(fnmr_target=i)
         fm = int(sel.false_matches)
-        rows.append(_row("FMR", f"FNMR = {_fmt_target(t)}", "bioxr", sel.fmr,
+        rows.append(_row("FMR", f"FNMR = {_fmt_target(t)}", FMR_AT_FNMR, sel.fmr,
                          ci[0][i] if ci else (np.nan, np.nan), ci[1][i] if ci else "",
                          "subject bootstrap (crossed-subject moments)" if ci else "", errors=fm,
                          trials=int(op.n_nonmated), units=ci[2] if ci else _units(obj)[0], threshold=sel.threshold,
@@ -157,7 +168,7 @@ def _rank1_rows(obj, level, n_replicates, seed, intervals):
     units = int(res["n_subjects"]) if "n_subjects" in res else _units(obj)[1]
     b = res.cmc_interval.sel(rank=1).values if intervals else (np.nan, np.nan)
     misses = (1 - value) * n if np.isfinite(n) else np.nan
-    return [_row("rank-1 identification rate", "rank 1", res.attrs.get("convention", "bioxr"), value, b,
+    return [_row("rank-1 identification rate", "rank 1", _rank_rule(res.attrs), value, b,
                  str(res.cmc_bound_kind.sel(rank=1).values) if intervals and "cmc_bound_kind" in res else
                  ("two-sided" if intervals else ""), "subject bootstrap" if intervals else "", errors=misses,
                  trials=n, units=units, flags=[_thirty(misses, "searches missed at rank 1")])]
@@ -189,7 +200,7 @@ def _fnir_rows(obj, targets, level, n_replicates, seed, intervals, units):
             lo, hi = np.asarray(ci.dir_interval.values).reshape(-1)[-2:]
             b, kind = (1 - hi, 1 - lo), "two-sided"
         misses = fnir[k] * int(curve.n_mated_probes)
-        rows.append(_row("FNIR", at, curve.attrs.get("convention", "bioxr"), fnir[k], b, kind,
+        rows.append(_row("FNIR", at, _rank_rule(curve.attrs), fnir[k], b, kind,
                          "subject bootstrap" if intervals else "", errors=misses, trials=int(curve.n_mated_probes),
                          units=units, threshold=thr[k], flags=[_thirty(misses, "missed searches"),
                                                   _thirty(float(curve.false_positives.values[k]),
@@ -248,8 +259,10 @@ def summary(obj, *, fmr=FMR_TARGETS, fnmr=(0.01, 0.1), fpir=(0.01, 0.001), eer_m
     xarray.Dataset
         Over ``row``: ``metric``, ``at`` (the operating point),
         ``convention``, ``value``, ``lower``, ``upper``, ``bound_kind``,
-        ``interval_method``, ``errors`` (the errors behind the rate),
-        ``trials`` (comparisons, searches or attempts), ``units``
+        ``interval_method``, ``errors`` (the errors behind the rate; for
+        an EER row the false matches plus false non-matches at the EER
+        threshold, over all comparisons as ``trials``), ``trials``
+        (comparisons, searches or attempts), ``units``
         (independent subjects), ``threshold`` and ``flags``; attrs
         ``level``, ``n_replicates``, ``seed``, ``failure_policy``,
         ``score_kind``, ``rule_of_30``, ``units``. On identification

@@ -266,3 +266,21 @@ def test_simultaneous_bands_contain_the_pointwise_ones_and_say_so():
         assert outer.attrs["critical_value"] > outer.attrs["pointwise_z"]
     cmc = bioxr.bootstrap.cmc_interval(cube, max_rank=4, n_replicates=1000, seed=2, simultaneous=True)
     assert bool((cmc.cmc_band.diff("bound") >= cmc.cmc_interval.diff("bound") - 1e-12).all())
+
+
+def test_a_replicate_of_one_individual_has_exactly_zero_variance_whatever_the_order():
+    """The sandwich variance of a replicate drawing one individual is 0, not +-1e-17 by the order of the sums.
+
+    Found as a cube-list mismatch of cmc_interval: the bootstrap-t applies only where every replicate has a
+    variance, and rounding noise decided that differently for the same individuals in another order.
+    """
+    from bioxr.bootstrap._bounds import ratio_variances
+
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        m = rng.integers(1, 12, 3).astype(float)
+        e = np.round(rng.random(3) * m * 3) / 3  # Annex F tie shares: thirds
+        w = 3 * np.eye(3)  # replicate j draws individual j three times
+        v, v_b = ratio_variances(w, e[:, None], m[:, None])
+        assert np.all(v_b == 0), (e, m, v_b)
+        assert v[0] > 0 or np.allclose(e / m, e[0] / m[0])

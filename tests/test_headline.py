@@ -41,6 +41,17 @@ def test_eer_rows_are_the_eer_and_its_interval_in_each_convention(cube, table):
         assert rows.threshold.values[r] == float(exact.threshold)
         np.testing.assert_array_equal([rows.lower.values[r], rows.upper.values[r]], ci.eer_interval.values)
         assert rows.units.values[r] == 40
+        assert rows.errors.values[r] == int(exact.false_matches) + int(exact.false_nonmatches)
+        assert rows.trials.values[r] == int(exact.n_mated) + int(exact.n_nonmated)
+
+
+def test_conventions_are_said_in_words(table):
+    """Every row's convention column says how its number was read, never a bare library name."""
+    said = dict(zip(table.metric.values.tolist(), table.convention.values.tolist()))
+    assert said["FNMR"] == "most lenient threshold with FMR <= target"
+    assert said["FMR"] == "strictest threshold with FNMR <= target"
+    assert said["rank-1 identification rate"] == "Annex F.2 tie shares"
+    assert "bioxr" not in table.convention.values.tolist()
 
 
 def test_fnmr_rows_and_resolution(cube, table):

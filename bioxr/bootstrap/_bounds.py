@@ -115,11 +115,29 @@ def ratio_variances(w, flat_e, flat_m):
     see, sem, smm = w @ (e * e), w @ (e * m), w @ (m * m)
     with np.errstate(invalid="ignore", divide="ignore"):
         p_b = se / sm
-        v_b = c * np.maximum(see - 2 * p_b * sem + p_b**2 * smm, 0.0) / sm**2
+        v_b = c * _residual_sum(see, sem, smm, p_b) / sm**2
         big_m = m.sum(axis=0)
         p = e.sum(axis=0) / big_m
-        v = c * np.maximum((e * e).sum(axis=0) - 2 * p * (e * m).sum(axis=0) + p**2 * (m * m).sum(axis=0), 0.0) / big_m**2
+        v = c * _residual_sum((e * e).sum(axis=0), (e * m).sum(axis=0), (m * m).sum(axis=0), p) / big_m**2
     return v, v_b
+
+
+#: Relative size below which a residual sum of squares is rounding noise, i.e. zero.
+_CANCELLATION = 1e-12
+
+
+def _residual_sum(see, sem, smm, p):
+    """``sum (e - p m)^2`` from its three sums, exactly 0 where it is zero up to rounding.
+
+    The expanded form cancels: a replicate holding one individual (or only
+    individuals with the same rate) has residuals of exactly 0, but the
+    three sums give +-1e-17 whose sign depends on the order of the data.
+    Whether the bootstrap-t applies must not depend on that order (a cube
+    and its comparison list hold the individuals in different orders), so
+    anything below ``1e-12`` of the sums' scale counts as 0.
+    """
+    r = see - 2 * p * sem + p**2 * smm
+    return np.where(r > _CANCELLATION * (see + p**2 * smm), r, 0.0)
 
 
 def studentized_union(bounds, point, reps, var, var_reps, *, level: float) -> np.ndarray:

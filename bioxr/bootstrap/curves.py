@@ -16,7 +16,7 @@ BORROW_AT = 10
 
 _FMR_VARIANCE_TEXT = {
     "moments": ("pigeonhole replicates (pair weights w_a w_c) rescaled at each threshold to the method-of-moments "
-                "variance for crossed subjects (dyadic cluster-robust, METHODS.md section 12), floored at the "
+                "variance for crossed subjects (dyadic cluster-robust; Owen 2007, the pigeonhole bootstrap), floored at the "
                 "binomial variance"),
     "pigeonhole": "pair weights w_a w_c (Owen's pigeonhole bootstrap: about 3x the variance of independent comparisons)",
 }
@@ -177,7 +177,7 @@ def _replicates(cube, *, thresholds, n_replicates, seed, unit, two_level, progre
         data,
         coords={"threshold": t[order]},
         attrs={
-            "method": "subject bootstrap by sufficient statistics (METHODS.md section 7)",
+            "method": "subject bootstrap by sufficient statistics (whole subjects resampled; Efron & Tibshirani 1993)",
             "unit": unit,
             "two_level": int(two_level),
             "n_replicates": n_replicates,

@@ -45,7 +45,7 @@ TARGET_POWER = 0.8
 #: p-values below this are printed as "< 1e-16" (see :func:`format_pvalue`).
 P_FLOOR = 1e-16
 
-_REFERENCE = "Micheals & Boult, Improving Variance Estimation in Biometric Systems (seeds/000); METHODS.md section 3"
+_REFERENCE = "R. J. Micheals and T. E. Boult (2001), Improving Variance Estimation in Biometric Systems"
 
 
 # --------------------------------------------------------------------------

@@ -28,7 +28,7 @@ _P_VALUE_TEXT = ("two-sided, by inverting the percentile interval: p = min(1, 2 
                  "below 2 / (B + 1)")
 _METHOD_TEXT = ("paired subject bootstrap: one draw of subjects (one joint coding of every system's subjects) per "
                 "replicate, applied to every system; mated comparisons of subject i weighted w_i, non-mated "
-                "comparisons of subjects a and c weighted w_a w_c (METHODS.md sections 7 and 10)")
+                "comparisons of subjects a and c weighted w_a w_c (the paired subject bootstrap)")
 
 
 

@@ -223,7 +223,7 @@ def mcnemar_test(obj, threshold, *, dim: str = "system", kind: str = "both", clu
                  "p_adjusted": (("pair", "rate"), adjust_p_values(p_value, adjust)),
                  "threshold": (dim, thresholds)})
     return xr.Dataset(data, coords=coords, attrs={
-        "method": "McNemar's test on paired decisions at fixed thresholds (METHODS.md section 10)",
+        "method": "McNemar's test on paired decisions at fixed thresholds (McNemar 1947)",
         "b_c": "b: comparisons where the baseline errs and the system does not; c: the reverse",
         "p_exact": "exact McNemar: min(1, 2 BinomCDF(min(b, c); b + c, 1/2))",
         "p_cluster": ("Obuchowski (1998) cluster-adjusted chi-square, 1 df: subjects as clusters (non-mated "
