@@ -276,9 +276,10 @@ def _table_rate(table: str, name: str) -> str:
 
 
 def _beside(page) -> tuple[dict, dict, dict]:
-    slider, hist = _box(page, ".widget-slider"), _box(page, ".bioxr-chart")
-    det = page.locator(".bioxr-chart").nth(1).bounding_box()
-    return slider, hist, det
+    """The slider, the DET and the histogram (the explorer's first chart is the DET, beside the controls)."""
+    slider, det = _box(page, ".widget-slider"), _box(page, ".bioxr-chart")
+    hist = page.locator(".bioxr-chart").nth(1).bounding_box()
+    return slider, det, hist
 
 
 def test_explorer_overlay_moves_with_the_slider_in_jupyterlab(lab, watched, tmp_path):
@@ -296,17 +297,20 @@ def test_explorer_overlay_moves_with_the_slider_in_jupyterlab(lab, watched, tmp_
     assert before["point_label"] == (f"FMR {_table_rate(before['table'], 'FMR')}, "
                                      f"FNMR {_table_rate(before['table'], 'FNMR')}")
 
-    # the DET beside the slider and histogram, in one row, at 1400 and 1200 px
+    # the DET beside the slider and the rates table, 500 px or more, at 1400 and 1200 px (file browser
+    # open); the histogram below, across the width
     for width in (1400, 1200):
         page.set_viewport_size({"width": width, "height": 1100})
         page.wait_for_timeout(400)
-        slider, hist, det = _beside(page)
-        assert det["x"] >= slider["x"] + slider["width"] - 1 and det["x"] >= hist["x"] + hist["width"] - 1, \
-            f"at {width} px the DET is not beside the slider and histogram: {slider}, {hist}, {det}"
-        assert det["y"] < hist["y"] + hist["height"], f"at {width} px the DET wrapped below the histogram"
+        slider, det, hist = _beside(page)
+        assert det["x"] >= slider["x"] + slider["width"] - 1 and det["y"] < slider["y"] + slider["height"], \
+            f"at {width} px the DET is not beside the slider: {slider}, {det}"
+        assert det["width"] >= 500, f"at {width} px the DET is {det['width']:.0f} px wide (at least 500)"
         assert det["x"] + det["width"] <= width, f"at {width} px the DET runs off the window"
         table = _box(page, ".bioxr-rates table")
         assert table["x"] + table["width"] <= det["x"] + 1, f"at {width} px the rates table runs under the DET"
+        assert hist["y"] >= det["y"] + det["height"] - 1 and hist["width"] >= 500, \
+            f"at {width} px the histogram is not below the DET across the width: {det}, {hist}"
         page.locator(".jp-OutputArea-output").first.scroll_into_view_if_needed()
         page.screenshot(path=str(shots / f"lab_explorer_{width}.png"))
 

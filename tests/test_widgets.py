@@ -60,8 +60,9 @@ def test_slider_updates_the_table_to_error_rates_at_that_threshold(explorer, cub
     expected = error_rates(cube, 2.5)
     xr.testing.assert_identical(explorer.rates, expected)
     fmr_row, fnmr_row = _row(explorer.table.value, "fmr"), _row(explorer.table.value, "fnmr")
-    assert f"<td>{int(expected.false_matches):,}</td><td>{int(expected.n_nonmated):,} non-mated</td>" in fmr_row
-    assert f"<td>{int(expected.false_nonmatches):,}</td><td>{int(expected.n_mated):,} mated</td>" in fnmr_row
+    assert f">{int(expected.false_matches):,} of {int(expected.n_nonmated):,}</span>" in fmr_row
+    assert f">{int(expected.false_nonmatches):,} of {int(expected.n_mated):,}</span>" in fnmr_row
+    assert 'title="non-mated comparisons accepted"' in fmr_row and 'title="mated comparisons rejected"' in fnmr_row
     assert f"<b>{widgets._pct(float(expected.fmr))}</b>" in fmr_row
     assert f"<b>{widgets._pct(float(expected.fnmr))}</b>" in fnmr_row
     assert "At threshold 2.5</b>" in explorer.table.value
@@ -77,7 +78,7 @@ def test_fmr_target_moves_the_threshold(explorer, cube):
     assert int(explorer.rates.false_matches) == int(op.false_matches)
     assert int(explorer.rates.false_nonmatches) == int(op.false_nonmatches)
     assert float(explorer.rates.fmr) <= 0.01
-    assert f"<td>{int(op.false_nonmatches):,}</td>" in _row(explorer.table.value, "fnmr")
+    assert f">{int(op.false_nonmatches):,} of " in _row(explorer.table.value, "fnmr")
     # targets finer than one false match in all non-mated comparisons are not offered
     n = int(explorer.det_curve.n_nonmated)
     offered = [v for _, v in explorer.target.options if isinstance(v, float)]
@@ -93,7 +94,7 @@ def test_table_shows_wilson_intervals(explorer):
     ci = intervals.binomial_interval(int(r.false_nonmatches), int(r.n_mated), method="wilson", level=0.95)
     lo, hi = (float(ci.sel(bound=b)) for b in ("lower", "upper"))
     assert f"{widgets._pct(lo)} – {widgets._pct(hi)}" in _row(explorer.table.value, "fnmr")
-    assert "95% interval (modified Wilson)" in explorer.table.value
+    assert "95% interval" in explorer.table.value and "Modified Wilson intervals" in explorer.table.value
     explorer.slider.value = explorer.slider.max + 0  # nothing non-mated is accepted up there
     assert "(rule of three)" in _row(explorer.table.value, "fmr")
 
@@ -202,7 +203,10 @@ def test_static_html_shows_the_current_state(explorer):
     assert "application/vnd.jupyter.widget-view+json" in bundle  # the live widget in a notebook
     static = bundle["text/html"]  # what an export without a widget manager shows
     assert static.count('<img alt="') == 2 and explorer.table.value in static
-    assert "threshold 2.5" in _svg(static)  # the first image: the histogram with the rule where the slider is
+    det_image, hist_image = static.split('<img alt="')[1:]  # the DET beside the table, the histogram below
+    assert "threshold 2.5" in _svg('<img alt="' + hist_image)  # the histogram's rule where the slider is
+    assert "FMR " + widgets._pct(float(explorer.rates.fmr)) in _svg('<img alt="' + det_image)
+    assert static.index(explorer.table.value) < static.index(det_image) < static.index(hist_image)
 
 
 def test_off_axis_rates_stay_on_the_chart(explorer):

@@ -28,12 +28,14 @@ PROGRESS_CELLS = 2_000_000
 CUSTOM = "custom"
 _LEVEL = 0.95
 _TABLE_STYLE = ("<style>.bioxr-rates {line-height: 1.35} "
-                ".bioxr-rates table th, .bioxr-rates table td {padding: 3px 8px; text-align: right} "
-                ".bioxr-rates table td {white-space: nowrap} "
+                ".bioxr-rates table th, .bioxr-rates table td {padding: 3px 5px; text-align: right} "
+                ".bioxr-rates table td {white-space: nowrap; vertical-align: top} .bioxr-count {color: #555; font-size: 12px} "
                 ".bioxr-rates table tr > :first-child {text-align: left; padding-left: 0} "
                 ".bioxr-rates table tr:first-child > * {border-bottom: 1px solid #999}</style>")
 
 
+#: Width of the column holding the slider, the operating point and the rates table.
+_CONTROLS_PX = 250
 # charts shrink to their flex box (Vega's SVG has a viewBox), so the DET can stay beside the histogram
 _LAYOUT_STYLE = ("<style>.bioxr-chart {max-width: 100%; overflow: hidden} "
                  ".bioxr-chart .vega-embed {max-width: 100%; padding-right: 0 !important} "
@@ -216,13 +218,13 @@ class ThresholdExplorer(W.VBox):
         step = _slider_step(lo, hi, integer)
         self.slider = W.FloatSlider(
             min=lo, max=hi, step=step, value=float(np.clip(eer_t, lo, hi)), continuous_update=False,
-            readout_format=".4g", description="threshold", layout=W.Layout(flex="1 1 300px", min_width="260px"),
-            style={"description_width": "initial"},
+            readout_format=".4g", description="", layout=W.Layout(width="100%"),
+            description_allow_html=False, tooltip="decision threshold",
         )
         options = [(f"EER ({eer_method})", "eer")] + [(f"FMR ≤ {_pct(f)}", f) for f in targets]
         options.append(("custom (slider)", CUSTOM))
         self.target = W.Dropdown(options=options, value="eer", description="operating point",
-                                 style={"description_width": "initial"}, layout=W.Layout(width="260px"))
+                                 style={"description_width": "initial"}, layout=W.Layout(width="100%"))
         self.table = W.HTML()
         self.histogram, self.det = self._hist.widget, self._det.widget
         self.histogram.add_class("bioxr-chart")
@@ -235,13 +237,16 @@ class ThresholdExplorer(W.VBox):
         self.progress.layout.display = "none"
         if shown is not None:
             shown.layout.display = "none"
-        # the slider, histogram and table on the left; the DET beside them while both fit their
-        # minimum widths (charts shrink to their box), below them in a narrower window
-        controls = W.HBox([self.slider, self.target], layout=W.Layout(flex_flow="row wrap", align_items="center"))
-        left = W.VBox([controls, self.histogram, self.table], layout=W.Layout(flex="1.25 1 440px", min_width="440px"))
-        right = W.VBox([self.det], layout=W.Layout(flex="1 1 300px", min_width="300px", max_width="620px"))
-        charts = W.HBox([left, right], layout=W.Layout(flex_flow="row wrap", align_items="flex-start", width="100%"))
-        super().__init__([W.HTML(_LAYOUT_STYLE), self.progress, charts, self.status])
+        # the controls and the rates table in a narrow column with the DET beside them (it takes the
+        # rest of the row, 500 px or more in a notebook from about 1200 px windows, JupyterLab's file
+        # browser open); the histogram, whose x axis is the slider's scale, across the width below
+        left = W.VBox([W.Label("threshold"), self.slider, self.target, self.table],
+                      layout=W.Layout(flex=f"0 1 {_CONTROLS_PX}px", min_width=f"{_CONTROLS_PX - 10}px"))
+        right = W.VBox([self.det], layout=W.Layout(flex="1 1 480px", min_width="460px", max_width="640px"))
+        top = W.HBox([left, right], layout=W.Layout(flex_flow="row wrap", align_items="flex-start", width="100%",
+                                                     grid_gap="8px"))
+        below = W.VBox([self.histogram], layout=W.Layout(width="100%", max_width="900px"))
+        super().__init__([W.HTML(_LAYOUT_STYLE), self.progress, top, below, self.status])
         self._update(f"operating point: EER ({eer_method})")
 
     def _det_limits(self) -> tuple[float, float]:
@@ -318,9 +323,10 @@ class ThresholdExplorer(W.VBox):
 
     def static_html(self) -> str:
         """The charts and the table at the current threshold as offline HTML (images rendered by Vega)."""
-        return ('<div class="bioxr-explorer-static" style="display:flex;flex-flow:row wrap;gap:8px;align-items:flex-start">'
-                f'<div style="flex:1.25 1 440px;min-width:440px">{self._hist.image()}{self.table.value}</div>'
-                f'<div style="flex:1 1 300px;min-width:300px;max-width:620px">{self._det.image()}</div></div>')
+        return ('<div class="bioxr-explorer-static"><div style="display:flex;flex-flow:row wrap;gap:8px;'
+                f'align-items:flex-start"><div style="flex:0 1 {_CONTROLS_PX}px;min-width:{_CONTROLS_PX - 10}px">'
+                f'{self.table.value}</div><div style="flex:1 1 480px;min-width:460px;max-width:640px">'
+                f'{self._det.image()}</div></div><div style="max-width:900px">{self._hist.image()}</div></div>')
 
     def _table_html(self, r: xr.Dataset) -> str:
         fm, fnm = int(r.false_matches), int(r.false_nonmatches)
@@ -328,26 +334,28 @@ class ThresholdExplorer(W.VBox):
         rows = [("FMR", "false match rate", float(r.fmr), fm, n_n, "non-mated comparisons accepted"),
                 ("FNMR", "false non-match rate", float(r.fnmr), fnm, n_m, "mated comparisons rejected")]
         intervals = _intervals([fm, fnm], [n_n, n_m])
-        head = "<tr><th>rate</th><th>value</th><th>errors</th><th>of</th>"
-        head += f"<th>{_LEVEL:.0%} interval ({intervals[0]})</th></tr>" if intervals else "<th>interval</th></tr>"
+        head = "<tr><th>rate</th><th>value (errors)</th>"
+        head += f"<th>{_LEVEL:.0%} interval</th></tr>" if intervals else "<th>interval</th></tr>"
         body = []
         for k, (short, long, rate, errors, trials, what) in enumerate(rows):
             cell = "<td>–</td>"
             if intervals:
                 lo, hi, method = intervals[1][k]
                 note = " (rule of three)" if method != intervals[0] else ""
-                cell = f"<td>{_pct(lo)} – {_pct(hi)}{note}</td>"
-            body.append(f'<tr class="bioxr-{short.lower()}"><th title="{long}">{short}</th><td><b>{_pct(rate)}</b></td>'
-                        f'<td>{errors:,}</td><td>{trials:,} {what.split()[0]}</td>{cell}</tr>')
+                cell = f"<td>{_pct(lo)} – {_pct(hi)}{'<br>' + note if note else ''}</td>"
+            body.append(f'<tr class="bioxr-{short.lower()}"><th title="{long}">{short}</th><td><b>{_pct(rate)}</b>'
+                        f'<br><span class="bioxr-count" title="{what}">{errors:,} of {trials:,}</span></td>{cell}</tr>')
         rule = html.escape(str(r.attrs.get("decision_rule", "")))
-        note = ("Intervals treat comparisons as independent; attempts of one subject are correlated, so the "
+        note = (f"FMR: non-mated comparisons accepted; FNMR: mated comparisons rejected. {intervals[0][0].upper()}"
+                f"{intervals[0][1:]} "
+                "intervals treat comparisons as independent; attempts of one subject are correlated, so the "
                 "true uncertainty is larger (see bioxr.correlation)." if intervals else
                 "Confidence intervals need bioxr.intervals, which is not available.")
         return (
             '<div class="bioxr-rates" style="font-size:13px">' + _TABLE_STYLE +
             f"<div><b>At threshold {_num(self.threshold)}</b> ({rule})</div>"
             '<table style="border-collapse:collapse;margin:4px 0">' + head + "".join(body) + "</table>"
-            f'<div style="color:#555;font-size:12px;max-width:540px">{note}</div></div>'
+            f'<div style="color:#555;font-size:12px">{note}</div></div>'
         )
 
 
@@ -397,10 +405,12 @@ def threshold_explorer(cube: xr.DataArray, *, eer_method: str = "rocch", fmr_tar
     point, and a table gives FMR and FNMR with their counts and 95% modified-Wilson
     intervals. Works offline: the overlay is a layer of the Vega-Lite chart
     itself, bound to params, and Vega's JavaScript comes from vl-convert.
-    The DET stays beside the slider and histogram while the window allows
-    (about 1200 px in JupyterLab); charts shrink to fit, and wrap below
-    that. A static export (nbconvert HTML without a widget manager) shows
-    the starting state as images.
+    The slider, the operating point and the table sit in a narrow column
+    with the DET beside them, 500 px wide or more in JupyterLab from about
+    1200 px windows (file browser open); the histogram runs across the
+    width below, its x axis the slider's scale. In narrower windows the
+    DET wraps below the controls. A static export (nbconvert HTML without
+    a widget manager) shows the starting state as images.
 
     The exact DET curve, the EER and the FMR targets are computed once (a
     progress bar shows the steps for cubes of 2e6 cells or more); each move
