@@ -750,10 +750,14 @@ def _cell_failure(path: Path, kept: Path | None, err, out: Path) -> str:
     )
 
 
-def notebook_to_html(notebook, html_path, *, page_size: str = PAGE_SIZE) -> Path:
+def notebook_to_html(notebook, html_path, *, page_size: str = PAGE_SIZE, code: bool = False) -> Path:
     """Convert an executed notebook to one self-contained HTML file, laid out for screen and paper.
 
-    Inputs are left out (the narrative is in Markdown and outputs); images
+    Inputs are left out unless ``code=True`` (a report's narrative is in
+    Markdown and outputs; an exploration notebook keeps its code). Widgets
+    show the static snapshot they carry (the threshold explorer: its charts
+    and table at export), where nbconvert would fetch a widget manager
+    from a CDN for a notebook saved with widget state. Images
     are embedded; nbconvert's MathJax, require.js and mermaid addresses are
     empty ``data:`` URLs and widget state is dropped, so the page makes no
     request outside itself. A print style sheet
@@ -768,6 +772,8 @@ def notebook_to_html(notebook, html_path, *, page_size: str = PAGE_SIZE) -> Path
     page_size : str, keyword-only
         The printed paper, a CSS page size: ``"A4"`` (the default) or
         ``"letter"``.
+    code : bool, keyword-only
+        Show the code cells and their prompts too.
 
     Returns
     -------
@@ -782,9 +788,9 @@ def notebook_to_html(notebook, html_path, *, page_size: str = PAGE_SIZE) -> Path
     nb.metadata["title"] = title
     exporter = HTMLExporter(
         template_name="lab",
-        exclude_input=True,
-        exclude_input_prompt=True,
-        exclude_output_prompt=True,
+        exclude_input=not code,
+        exclude_input_prompt=not code,
+        exclude_output_prompt=not code,
         embed_images=True,
         mathjax_url=OFFLINE_JS,
         require_js_url=OFFLINE_JS,

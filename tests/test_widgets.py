@@ -427,3 +427,28 @@ def test_design_explorer_refuses_bad_input(photohead_outcomes):
     success = bioxr.design.dichotomize(photohead_outcomes, rank=1)
     with pytest.raises(ValueError, match="without a mate"):
         widgets.design_explorer(success.where(success.subject != success.subject[0]))
+
+
+def test_a_notebook_saved_with_widget_state_exports_offline_with_the_explorers_snapshot(explorer, tmp_path):
+    """nbconvert would load the widget manager from a CDN (blank offline); notebook_to_html shows the snapshot."""
+    import nbformat
+
+    from bioxr.report import notebook_to_html
+
+    explorer.slider.value = 2.5
+    bundle = explorer._repr_mimebundle_()
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("explorer", execution_count=1)
+    cell.outputs = [nbformat.v4.new_output("display_data", data=bundle)]
+    nb.cells = [nbformat.v4.new_markdown_cell("# Explorer"), cell]
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
+        "version_major": 2, "version_minor": 0,
+        "state": {bundle["application/vnd.jupyter.widget-view+json"]["model_id"]: {
+            "model_name": "VBoxModel", "model_module": "@jupyter-widgets/controls", "model_module_version": "2.0.0",
+            "state": {}}}}}
+    path = tmp_path / "explore.ipynb"
+    nbformat.write(nb, str(path))
+    page = notebook_to_html(path, tmp_path / "explore.html", code=True).read_text()
+    assert "bioxr-explorer-static" in page and page.count('<img alt="') >= 2
+    assert "html-manager" not in page and "cdn.jsdelivr" not in page and "unpkg" not in page
+    assert ">explorer<" in page.replace("<span class=\"n\">explorer</span>", ">explorer<")  # the code is shown

@@ -410,7 +410,10 @@ def threshold_explorer(cube: xr.DataArray, *, eer_method: str = "rocch", fmr_tar
     1200 px windows (file browser open); the histogram runs across the
     width below, its x axis the slider's scale. In narrower windows the
     DET wraps below the controls. A static export (nbconvert HTML without
-    a widget manager) shows the starting state as images.
+    a widget manager) shows the state at export as images. A notebook
+    saved *with* widget state makes nbconvert's page fetch the widget
+    manager from a CDN instead, blank offline: export it with
+    :func:`bioxr.report.notebook_to_html`, which drops the state.
 
     The exact DET curve, the EER and the FMR targets are computed once (a
     progress bar shows the steps for cubes of 2e6 cells or more); each move
