@@ -721,7 +721,7 @@ def _keep_failed(nb_path: Path, out: Path) -> Path | None:
 
 
 #: errors raised by bioxr about the data: their message says it all, the cell's code is not shown
-_DATA_ERRORS = ("ScoreFileError", "ScoreCubeError", "ParameterError", "UsageError")
+_DATA_ERRORS = ("ScoreFileError", "SampleFileError", "ScoreCubeError", "ParameterError", "UsageError")
 
 
 def _cell_failure(path: Path, kept: Path | None, err, out: Path) -> str:

@@ -25,6 +25,26 @@ from bioxr import bootstrap, correlation, demographics, failures, identification
 from bioxr.cube import ScoreCubeError
 
 T = [-1.0, 0.0, 1.0, 2.5]
+#: A lab's subject table for attach_groups: s4 is not listed (its comparisons are left out), s9 has no scores;
+#: in column "trio" s5 is alone in group Z (set aside by set_aside_small_groups(min_subjects=2)).
+SUBJECT_TABLE = pd.DataFrame({"id": ["s0", "s1", "s2", "s3", "s5", "s9"], "site": list("XYXYXY"),
+                              "trio": list("XYXYZY")})
+
+
+def _groups_by_subject(data, group: str, reference_group: str) -> xr.Dataset:
+    """What attach_groups / set_aside_small_groups left: comparisons and score sums per (probe, reference) group,
+    each subject's group, and the counts left out (attrs, as variables)."""
+    lst = data if "comparison" in data.dims else bioxr.to_comparisons(data)
+    frame = pd.DataFrame({"g": lst[group].values.astype(str), "r": (lst[reference_group].values.astype(str)
+                          if reference_group in lst.coords else "-"), "s": lst.score.values,
+                          "who": lst.subject.values.astype(str), "ref": lst.reference_subject.values.astype(str)})
+    pairs = frame.groupby(["g", "r"]).agg(n=("s", "size"), total=("s", "sum")).to_xarray()
+    own = frame.drop_duplicates("who").set_index("who")["g"].sort_index()
+    out = pairs.assign(subject_group=xr.DataArray(own.to_numpy(), dims="who", coords={"who": own.index.to_numpy()}))
+    for key in ("n_subjects_without_group", "n_comparisons_without_group", "n_comparisons_set_aside"):
+        if key in data.attrs:
+            out[key] = int(data.attrs[key])
+    return out
 
 # name -> call on (data, kind); data is a cube or a list holding the same comparisons
 REGISTRY = {
@@ -75,6 +95,11 @@ REGISTRY = {
     "bootstrap.open_set_interval": lambda d: bootstrap.open_set_interval(d, [0.0, 1.0], impostors="all",
                                                                           n_replicates=20, seed=5),
     "failures.failure_rates": lambda d: failures.failure_rates(d),
+    "demographics.attach_groups": lambda d: _groups_by_subject(
+        demographics.attach_groups(d, SUBJECT_TABLE, subject="id", group="site"), "site", "reference_site"),
+    "demographics.set_aside_small_groups": lambda d: _groups_by_subject(demographics.set_aside_small_groups(
+        demographics.attach_groups(d, SUBJECT_TABLE, subject="id", group="trio"), group="trio",
+        reference_group="reference_trio", min_subjects=2), "trio", "reference_trio"),
 }
 
 # public functions that take score data but are not in the registry, and why
@@ -83,6 +108,9 @@ EXEMPT = {
     "bootstrap.subject_draws": "takes a number of units",
     "failures.mark_failures": "a constructor of failure flags (tested in test_failures_*)",
     "demographics.describe_simulation": "sentences about the simulator's parameters (in its attrs), no statistic",
+    "demographics.describe_groups": "sentences from attach_groups' and set_aside_small_groups' attrs, no statistic",
+    "demographics.groups_provenance": "provenance lines from attach_groups' attrs, no statistic",
+    "demographics.group_coordinates": "names of coordinates (or an error saying what to pass), no statistic",
 }
 MODULES = (verification, outcomes, identification, correlation, demographics, bootstrap, failures)
 

@@ -661,3 +661,121 @@ def test_clear_errors():
     cube = cube.assign_coords(group=("probe", np.tile(["A", "B"], 6)))  # varies within a subject
     with pytest.raises(ValueError, match="not constant"):
         dm.group_counts(cube, 2.0)
+
+
+# ------------------------------------------------------ a lab's subject table ---
+def _unlabelled(sizes=None, n_samples=2, seed=1):
+    """Scores without groups (a lab's score file), and the true group of each subject."""
+    cube = bioxr.simulate.demographic(sizes or {"A": 8, "B": 6}, n_samples=n_samples, seed=seed)
+    truth = dict(zip(cube.reference_subject.values.tolist(), cube.reference_group.values.tolist()))
+    return cube.drop_vars(["group", "reference_group"]), truth
+
+
+def test_attach_groups_gives_cube_and_list_the_same_groups_and_counts_what_it_leaves_out(tmp_path):
+    import pandas as pd
+
+    cube, truth = _unlabelled()
+    subjects = sorted(truth)
+    listed = subjects[:-2]  # the last two subjects are not in the table
+    table = pd.DataFrame({"id": listed, "band": [truth[s] for s in listed], "site": "north"})
+    table.loc[len(table)] = ["not-scored", "A", "south"]  # in the table, not in the scores
+    table.to_csv(tmp_path / "subjects.csv", index=False)
+    table.to_parquet(tmp_path / "subjects.parquet")
+    lst = bioxr.to_comparisons(cube)
+    for source in (tmp_path / "subjects.csv", tmp_path / "subjects.parquet", table):
+        on_cube = dm.attach_groups(cube, source, subject="id", group="band")
+        on_list = dm.attach_groups(lst, source, subject="id", group="band")
+        back = bioxr.to_comparisons(on_cube)
+        assert on_list.sizes["comparison"] == back.sizes["comparison"] == int((lst.subject.isin(listed)
+                                                                                 & lst.reference_subject.isin(listed)).sum())
+        for side, name in (("subject", "band"), ("reference_subject", "reference_band")):
+            got = dict(zip(on_list[side].values.tolist(), on_list[name].values.tolist()))
+            assert got == dict(zip(back[side].values.tolist(), back[name].values.tolist()))
+            assert got == {s: truth[s] for s in got} and set(got) == set(listed)
+        for a in (on_cube.attrs, on_list.attrs):
+            assert a["n_subjects_without_group"] == 2 and a["subjects_without_group"] == ", ".join(subjects[-2:])
+            assert a["n_comparisons_without_group"] == lst.sizes["comparison"] - on_list.sizes["comparison"]
+            assert a["n_table_subjects_unscored"] == 1 and a["group_column"] == "band"
+    assert on_cube.attrs["group_table"] == "<DataFrame>"
+    text = dm.describe_groups(on_list)
+    n_out = on_list.attrs["n_comparisons_without_group"]
+    assert (f"2 subjects of the scores have no group there ({subjects[-2]}, {subjects[-1]}): their {n_out:,} "
+            "comparisons are left out") in text and "1 subject without scores" in text
+    # the group rates on the attached groups are those on the simulator's own labels, restricted to the listed
+    kept = bioxr.simulate.demographic({"A": 8, "B": 6}, n_samples=2, seed=1)
+    kept = kept.isel(probe=kept.subject.isin(listed), reference=kept.reference_subject.isin(listed))
+    ours = dm.group_rates(on_cube, threshold=0.0, group="band", reference_group="reference_band", n_replicates=20)
+    theirs = dm.group_rates(kept, threshold=0.0, n_replicates=20)
+    np.testing.assert_array_equal(ours.fnmr.values, theirs.fnmr.values)
+    np.testing.assert_array_equal(ours.n_nonmated.values, theirs.n_nonmated.values)
+
+
+def test_attach_groups_unknown_label_keeps_everyone():
+    cube, truth = _unlabelled()
+    some = dict(list(truth.items())[:-3])
+    out = dm.attach_groups(cube, some, group="g", unknown="unknown")
+    assert out.sizes == cube.sizes and out.attrs["n_comparisons_without_group"] == 0
+    assert int((out.reference_g == "unknown").sum()) == 3
+    assert "they form the group unknown" in dm.describe_groups(out)
+
+
+def test_subject_table_errors_name_the_subject_the_lines_and_the_columns(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("subject,sex,age\n# a comment\ns1,F,30\ns2,M,40\n\ns1,M,30\ns3,,50\n")
+    with pytest.raises(bioxr.ScoreCubeError, match=r"subject 's1' two groups in column 'sex': line 3 says 'F'; "
+                                                     r"line 6 says 'M'"):
+        dm.read_subject_table(path, group="sex")
+    assert dm.read_subject_table(path, group="age").to_dict() == {"s1": "30", "s2": "40", "s3": "50"}
+    with pytest.raises(bioxr.ScoreCubeError, match=r"several group columns \('sex', 'age'\).*-p group NAME"):
+        dm.read_subject_table(path)
+    with pytest.raises(bioxr.ScoreCubeError, match=r"no column 'id' of subject ids; its columns are 'subject', "
+                                                     r"'sex', 'age'"):
+        dm.read_subject_table(path, subject="id")
+    path.write_text("subject,sex\ns1,F\n,M\n")
+    with pytest.raises(bioxr.ScoreCubeError, match="line 3 has no subject id"):
+        dm.read_subject_table(path)
+    path.write_text("subject,sex\ns1,F\ns2\n")
+    with pytest.raises(bioxr.io.ScoreFileError, match="line 3 has 1 cells"):
+        dm.read_subject_table(path)
+    cube, _ = _unlabelled()
+    with pytest.raises(bioxr.ScoreCubeError, match="none of the 14 subjects"):
+        dm.attach_groups(cube, {"x": "A"}, group="g")
+    with pytest.raises(bioxr.ScoreCubeError, match="already have a 'group' coordinate"):
+        dm.attach_groups(bioxr.simulate.demographic({"A": 3, "B": 3}, seed=0), {"s0000": "A"})
+    # a subject listed once with an empty cell has no group; listed again with one, it has that one
+    path.write_text("subject,sex\ns0000,\ns0000,F\ns0001,\n")
+    assert dm.read_subject_table(path).to_dict() == {"s0000": "F", "s0001": None}
+
+
+def test_group_coordinates_say_what_to_pass():
+    cube, _ = _unlabelled()
+    with pytest.raises(bioxr.ScoreCubeError, match=r"carry no demographic group 'group'.*-p subject_table PATH"):
+        dm.group_coordinates(cube)
+    out = dm.attach_groups(cube, dict.fromkeys(_unlabelled()[1], "A"), group="sex")
+    assert dm.group_coordinates(out) == ("sex", "reference_sex")
+    assert dm.group_coordinates(bioxr.simulate.demographic({"A": 3, "B": 3}, seed=0)) == ("group", "reference_group")
+
+
+def test_small_groups_are_set_aside_and_said():
+    cube = bioxr.simulate.demographic({"A": 12, "B": 10, "C": 3, "D": 1}, n_samples=2, seed=4)
+    lst = bioxr.to_comparisons(cube)
+    for data in (cube, lst):
+        out = dm.set_aside_small_groups(data)
+        assert sorted(set(out["group"].values.tolist())) == ["A", "B"]
+        assert sorted(set(out["reference_group"].values.tolist())) == ["A", "B"]
+        a = out.attrs
+        assert (a["groups_set_aside"], a["group_sizes_set_aside"]) == ("C, D", "3, 1")
+        small = (lst.group.isin(["C", "D"]) | lst.reference_group.isin(["C", "D"])).sum()
+        assert a["n_comparisons_set_aside"] == int(small)
+    text = dm.describe_groups(out)
+    assert ("Groups C (3 subjects), D (1 subject) have fewer than 5 subjects, too few for a subject-bootstrap "
+            "interval") in text and f"their {int(small):,} comparisons (across groups too)" in text
+    assert dm.set_aside_small_groups(cube, min_subjects=1).sizes == cube.sizes
+    with pytest.raises(bioxr.ScoreCubeError, match=r"only 1 group of 'group' has at least 11 subjects.*A \(12\)"):
+        dm.set_aside_small_groups(cube, min_subjects=11)
+
+
+def test_the_simulation_is_described_whole_after_a_group_is_set_aside():
+    cube = bioxr.simulate.demographic({"A": 12, "B": 10, "C": 3}, n_samples=2, seed=4)
+    text = dm.describe_simulation(dm.set_aside_small_groups(cube))
+    assert text == dm.describe_simulation(cube) and "C: 3 subjects" in text

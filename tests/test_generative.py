@@ -514,3 +514,98 @@ def test_candidates_kept_per_sample_stay_bounded(monkeypatch, block_size):
         owners = np.concatenate([p[0] for p in candidates.parts]) if candidates.parts else np.zeros(0, int)
         assert np.bincount(owners, minlength=candidates.counts.size).max(initial=0) <= generative._CANDIDATE_CAP
     assert made[0].over.all()  # the 30 ties overflow: direct scan
+
+
+# ------------------------------------------------------------- a lab's own files ---
+def _write_sets(folder):
+    """A training set and three models' samples in every file kind read_samples takes."""
+    from bioxr import generative  # noqa: F401 - imported for its reader below
+
+    rng = np.random.default_rng(5)
+    train = rng.normal(size=(40, 4))
+    good, poor, third = rng.normal(size=(50, 4)), 2 * rng.normal(size=(30, 4)), rng.normal(size=(20, 4))
+    np.save(folder / "training.npy", train)
+    models = folder / "models"
+    models.mkdir()
+    np.save(models / "good.npy", good)
+    with open(models / "poor.csv", "w") as f:  # a header of names, a comment, a blank line
+        f.write("# poor model\nf1,f2,f3,f4\n")
+        for k, row in enumerate(poor):
+            f.write(",".join(repr(float(v)) for v in row) + "\n" + ("\n" if k == 3 else ""))
+    np.savetxt(models / "third.tsv", third, delimiter="\t")  # no header, tab-separated
+    return train, {"good": good, "poor": poor, "third": third}
+
+
+def test_read_samples_reads_every_kind_of_file_and_gives_compare_models_the_arrays(tmp_path):
+    from bioxr import generative
+
+    train, models = _write_sets(tmp_path)
+    got = generative.read_samples(tmp_path / "training.npy", tmp_path / "models")
+    np.testing.assert_array_equal(got.training, train)
+    assert list(got.synthetic) == ["good", "poor", "third"]  # folder order, named by the file
+    for name, values in models.items():
+        np.testing.assert_array_equal(got.synthetic[name], values)
+    np.savez(tmp_path / "all.npz", good=models["good"], poor=models["poor"])
+    from_npz = generative.read_samples(tmp_path / "training.npy", str(tmp_path / "all.npz"))
+    assert list(from_npz.synthetic) == ["good", "poor"]
+    res = generative.compare_models(got.training, got.synthetic)
+    direct = generative.compare_models(train, models)
+    xr.testing.assert_identical(res, direct)
+    text = generative.describe_samples(got)
+    assert text == ("The training set (training.npy) holds 40 samples of 4 features each; the models were given "
+                    "good (good.npy) 50, poor (poor.csv) 30 and third (third.tsv) 20 samples.")
+    assert got.source == "the training set training.npy and the samples of 3 models (good.npy, poor.csv, third.tsv)"
+    assert "different numbers of samples (good 50, poor 30, third 20)" in generative.sizes_note(res)
+    assert ("(good 50, poor 30, third 20); more samples lower G by themselves, so the comparison on G is not at "
+            "equal sizes") in generative.describe(res)
+    np.save(tmp_path / "images.npy", rng_images := np.random.default_rng(1).normal(size=(10, 2, 3)))
+    img = generative.read_samples(tmp_path / "images.npy", {"m": rng_images[::-1]})
+    assert img.training.shape == (10, 6) and "(arrays of shape 2 x 3, flattened)" in generative.describe_samples(img)
+
+
+def test_read_samples_refuses_what_would_make_the_measures_meaningless(tmp_path):
+    from bioxr import generative
+    from bioxr.generative import SampleFileError
+
+    train, models = _write_sets(tmp_path)
+    t = tmp_path / "training.npy"
+    np.save(tmp_path / "wide.npy", np.zeros((10, 5)))
+    with pytest.raises(SampleFileError, match=r"wide.npy: its samples have 5 features \(shape \(5,\)\), the "
+                                              r"training set's 4"):
+        generative.read_samples(t, tmp_path / "wide.npy")
+    bad = models["good"].copy()
+    bad[[2, 7, 9]] = np.nan
+    bad[11, 0] = np.inf
+    np.save(tmp_path / "holes.npy", bad)
+    with pytest.raises(SampleFileError, match=r"holes.npy: 4 of 50 samples of model 'holes' hold NaN or infinite "
+                                              r"values \(row 3, row 8, row 10, row 12\).*none is dropped silently"):
+        generative.read_samples(t, tmp_path / "holes.npy")
+    (tmp_path / "holes.csv").write_text("a,b,c,d\n1,2,3,4\n# note\n1,,3,4\n5,6,7,8\n")
+    with pytest.raises(SampleFileError, match=r"1 of 3 samples of the training set hold NaN .*\(line 4\)"):
+        generative.read_samples(tmp_path / "holes.csv", tmp_path / "models")
+    np.save(tmp_path / "one.npy", np.zeros((1, 4)))
+    with pytest.raises(SampleFileError, match=r"one.npy: model 'one' has 1 sample; the standard errors .* at least 2"):
+        generative.read_samples(t, tmp_path / "one.npy")
+    np.save(tmp_path / "flat.npy", np.zeros(40))
+    with pytest.raises(SampleFileError, match=r"shape \(40,\); give one sample per row.*shape \(40, 1\)"):
+        generative.read_samples(tmp_path / "flat.npy", tmp_path / "models")
+    (tmp_path / "text.csv").write_text("1,2,3,4\n1,2,x,4\n")
+    with pytest.raises(SampleFileError, match=r"text.csv: line 2, column 3: 'x' is not a number"):
+        generative.read_samples(t, tmp_path / "text.csv")
+    (tmp_path / "short.csv").write_text("1,2,3,4\n1,2,3\n")
+    with pytest.raises(SampleFileError, match=r"short.csv: line 2 has 3 numbers but the first row has 4"):
+        generative.read_samples(t, tmp_path / "short.csv")
+    np.savez(tmp_path / "two.npz", a=train, b=train)
+    with pytest.raises(SampleFileError, match=r"holds 2 arrays \(a, b\); the training set is one array"):
+        generative.read_samples(tmp_path / "two.npz", tmp_path / "models")
+    with pytest.raises(SampleFileError, match=r"samples is empty: give the models' samples as well"):
+        generative.read_samples(t, "")
+    with pytest.raises(SampleFileError, match="no such file"):
+        generative.read_samples(tmp_path / "nothing.npy", tmp_path / "models")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SampleFileError, match="holds no sample file"):
+        generative.read_samples(t, tmp_path / "empty")
+    np.save(tmp_path / "models" / "good2.npy", models["good"])
+    (tmp_path / "models" / "good.csv").write_text("1,2,3,4\n5,6,7,8\n")
+    with pytest.raises(SampleFileError, match="a second set of samples for model 'good'"):
+        generative.read_samples(t, tmp_path / "models")

@@ -1,4 +1,5 @@
-"""The generative report, rendered once per session on its simulated point clouds, checked against the library.
+"""The generative report, rendered once per session on its simulated point clouds and once on a lab's own
+files (a training set and a folder of models' samples written here), checked against the library.
 
 Every number the report prints is recomputed here from the same seeded
 simulation; the page must fetch nothing, print no "nan", cite the source
@@ -10,6 +11,7 @@ from __future__ import annotations
 import html
 import re
 
+import numpy as np
 import pytest
 
 from bioxr import generative, report, simulate
@@ -82,3 +84,55 @@ def test_report_header_and_provenance(raw, page, values):
     assert f"simulated, seed {values['seed']}" in text
     assert "misregistration 0.6" in text and "n_training 200" in text
     assert "specificity and generalisation of a generative model (Schestowitz et al. 2006)" in text
+
+
+@pytest.fixture(scope="module")
+def own_files(tmp_path_factory):
+    """A training set (.npy) and a folder with two models of unequal sizes (.npy and a CSV with a header)."""
+    folder = tmp_path_factory.mktemp("generative-files")
+    rng = np.random.default_rng(11)
+    train = rng.normal(size=(60, 5)) * np.geomspace(1, 0.3, 5)
+    np.save(folder / "training.npy", train)
+    models = folder / "models"
+    models.mkdir()
+    np.save(models / "shape-model.npy", rng.normal(size=(80, 5)) * np.geomspace(1, 0.3, 5))
+    blurred = rng.normal(size=(50, 5)) * np.geomspace(1, 0.3, 5) + rng.normal(scale=0.5, size=(50, 5))
+    with open(models / "blurred.csv", "w") as f:
+        f.write("x1,x2,x3,x4,x5\n" + "\n".join(",".join(repr(float(v)) for v in row) for row in blurred) + "\n")
+    return folder / "training.npy", models
+
+
+@pytest.fixture(scope="module")
+def own_page(rendered, own_files):
+    training, samples = own_files
+    out = rendered("generative", training=str(training), samples=str(samples))
+    return html.unescape((out / "generative.html").read_text(encoding="utf-8"))
+
+
+def test_report_on_a_labs_own_files_prints_what_the_library_reads(own_page, own_files):
+    text = _text(own_page)
+    training, samples = own_files
+    inputs = generative.read_samples(training, samples)
+    result = generative.compare_models(inputs.training, inputs.synthetic)
+    for line in generative.to_markdown(result).splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert " ".join(cells) in text, cells
+    for sentence in generative.describe(result).replace("**", "").split("\n"):
+        assert sentence.lstrip("- ").strip() in text
+    assert ("The training set (training.npy) holds 60 samples of 5 features each; the models were given blurred "
+            "(blurred.csv) 50 and shape-model (shape-model.npy) 80 samples.") in text
+    assert "Data: the training set training.npy and the samples of 2 models (blurred.csv, shape-model.npy)" in text
+    assert "different numbers of samples (blurred 50, shape-model 80)" in text and "as here" not in text
+    assert "so the comparison on G is not at equal sizes" in text.split("The data")[0]  # in the summary
+    for simulated in ("simulat", "misregist", "n_training", "seed"):
+        assert simulated not in text, simulated
+    assert re.search(r"\bnan\b", text, re.I) is None
+    from test_report_text import problems  # what no report may print (tests/test_report_text.py)
+
+    assert problems(own_page) == []
+    import hashlib
+
+    provenance = text[text.index("Provenance"):]
+    assert hashlib.sha256(training.read_bytes()).hexdigest() in provenance
+    assert hashlib.sha256((samples / "blurred.csv").read_bytes()).hexdigest() in provenance
+    assert "samples training 60, blurred 50, shape-model 80" in provenance

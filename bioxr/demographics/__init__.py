@@ -102,6 +102,14 @@ matrix (:func:`cross_group_fmr`) and FDR and GARBE with bootstrap
 intervals (:func:`fairness_intervals`); :mod:`bioxr.demographics.describe`
 says what they show, in sentences for reports.
 
+A lab's own demographics, kept in a table of subjects rather than in the
+score file, come in through :mod:`bioxr.demographics.groups`:
+:func:`attach_groups` puts one of the table's columns on both sides of the
+scores (comparisons of subjects without a group are left out and counted),
+:func:`set_aside_small_groups` leaves out groups too small for a subject
+bootstrap, :func:`group_coordinates` says what to pass when the data carry
+no group, and :func:`describe_groups` says all that in words.
+
 Modules: :mod:`bioxr.demographics.differential` (the test and the margin),
 :mod:`bioxr.demographics.summaries` (FDR, Gini, GARBE, max/min ratio) and
 the private :mod:`bioxr.demographics._null` (draws and statistics).
@@ -112,6 +120,8 @@ from .summaries import fairness_discrepancy_rate, garbe, gini, max_min_ratio
 from .rates import cross_group_fmr, fairness_intervals, global_threshold, group_rates
 from .describe import (REFERENCES, describe_cross, describe_fairness, describe_rates, describe_simulation,
                        parse_group_map, references, summary_table)
+from .groups import (MIN_SUBJECTS, attach_groups, describe_groups, group_coordinates, groups_provenance,
+                     read_subject_table, set_aside_small_groups)
 
 __all__ = [
     "NULLS",
@@ -135,4 +145,11 @@ __all__ = [
     "parse_group_map",
     "summary_table",
     "describe_simulation",
+    "MIN_SUBJECTS",
+    "read_subject_table",
+    "attach_groups",
+    "set_aside_small_groups",
+    "group_coordinates",
+    "describe_groups",
+    "groups_provenance",
 ]

@@ -368,6 +368,8 @@ def describe_simulation(cube) -> str:
     sizes = {str(g): 0 for g in groups}
     for g in np.asarray(cube["reference_group"].values).astype(str):
         sizes[g] += 1
+    if a.get("groups_set_aside"):  # set aside before the analysis (bioxr.demographics.set_aside_small_groups)
+        sizes.update(zip(a["groups_set_aside"].split(", "), map(int, a["group_sizes_set_aside"].split(", "))))
     n_samples = int(cube.sizes["probe"] // max(cube.sizes["reference"], 1))
     each = lambda d: _join([f"{_pct(float(d[g]))} ({g})" for g in groups])
     rho = sorted(set(float(v) for v in a["rho"].values()))

@@ -48,6 +48,11 @@ Conventions (stated in the results' attrs):
   is resolved by a direct scan of the other set: still exact, but without
   the matrix product, so slower. Other metrics go through
   :func:`scipy.spatial.distance.cdist` tile by tile.
+- A lab's own samples come in through :func:`read_samples` (``.npy``,
+  ``.npz`` or CSV/TSV files: the training set, and one set per model),
+  which refuses, before any distance is computed, rows with NaN,
+  dimensions that differ from the training set's and sets of fewer than two
+  samples.
 - Ties: the nearest neighbour reported is the first (lowest position) among
   equally near samples.
 """
@@ -57,10 +62,19 @@ from __future__ import annotations
 
 from .measures import (DEFAULT_BLOCK_SIZE, SYNTHETIC, TRAINING, compare_models, generalisation, specificity,
                        specificity_generalisation)
+from .samples import (MIN_SAMPLES, SampleFileError, Samples, describe_samples, read_samples, report_provenance,
+                      sizes_note)
 from .text import describe, to_markdown
 
 __all__ = [
     "DEFAULT_BLOCK_SIZE",
+    "MIN_SAMPLES",
+    "SampleFileError",
+    "Samples",
+    "read_samples",
+    "describe_samples",
+    "sizes_note",
+    "report_provenance",
     "compare_models",
     "describe",
     "to_markdown",

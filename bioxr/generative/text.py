@@ -128,6 +128,12 @@ def describe(result: xr.Dataset, *, z: float = 2.0, part: str = "all") -> str:
     else:
         verdict = (f"No model is best on both counts: **{best['G']}** comes closest to every training sample "
                    f"(lowest G), **{best['S']}** generates the samples closest to the training set (lowest S).")
+    sizes = [int(n) for n in np.atleast_1d(result["n_synthetic"].values)]
+    if len(set(sizes)) > 1:  # G falls with the number of synthetic samples alone: say so beside the verdict
+        each = ", ".join(f"{m} {n:,}" for m, n in zip(labels, sizes))
+        verdict += (f" The models were given different numbers of samples ({each}); more samples lower G by "
+                    "themselves, so the comparison on G is not at equal sizes: draw as many samples from each "
+                    "model to compare them on G.")
     return "\n\n".join([text, " ".join(parts), verdict, caveat] if part == "all" else [verdict])
 
 
