@@ -183,6 +183,12 @@ def provenance(template, namespace: dict, *, cube=None, results=(), summary=None
             data["bytes" + tail] = f"{size:,}"
     else:
         data["source"] = f"simulated, seed {values.get('seed', namespace.get('seed'))}"
+    for param in params:  # every other file a parameter names (labels, a subject table): it shapes the results too
+        given = values.get(param.name)
+        if param.is_path and given and param.name not in _SCORE_PARAMETERS and Path(str(given)).exists():
+            path = Path(str(given))
+            data[f"{param.name} {'folder' if path.is_dir() else 'file'}"] = str(path.resolve())
+            data[f"{param.name} sha256"] = _sha256(path)[0]
     if cube is not None:
         if "simulator" in cube.attrs and not scores:
             data["simulator"] = cube.attrs["simulator"]
@@ -212,6 +218,9 @@ _CONVENTIONS = {"eer_method": "EER method", "eer_convention": "EER convention", 
                 "method": "method", "level": "confidence level", "partition": "partition", "design": "design",
                 "randomize": "randomized over", "rule": "success rule", "impostors": "impostor searches",
                 "failure_policy": "failure policy"}
+
+
+_SCORE_PARAMETERS = ("scores", "scores_a", "scores_b")
 
 
 def _applies(param, from_file: bool) -> bool:

@@ -217,6 +217,7 @@ def _count_per_row(mask: np.ndarray) -> np.ndarray:
         padded = np.zeros((k, n + 8 - n % 8), dtype=bool)
         padded[:, :n] = mask
         mask = padded
+    mask = np.ascontiguousarray(mask)  # a view of a transposed or sliced block is not: .view needs C order
     return np.bitwise_count(mask.view(np.uint64)).sum(axis=1, dtype=np.int64)
 
 

@@ -50,7 +50,7 @@ WORKS: dict[str, Work] = {
         "Differences in False Non-Match Rates Across Demographic Groups*, arXiv:2208.10948, 2022.", ("Schuckers et al.",)),
     "all-against-all": Work(
         "the all-against-all protocol of the Biometric Systems notes",
-        "*Complete All Against All*, in *Biometric Systems* (course notes, Domiziano's CS notes, "
+        "*Complete All Against All* (in *Biometric Systems*, course notes, Domiziano's CS notes, "
         "domiziano-cs-notes.netlify.app), undated.", ("all-against-all",)),
     "schestowitz": Work(
         "Schestowitz et al. (2006)",

@@ -649,3 +649,99 @@ def generative_models(
 
 
 __all__ += ["generative_models"]
+
+
+def all_against_all(
+    n_subjects: int = 30,
+    n_samples: int = 4,
+    *,
+    mated_mean: float = 3.0,
+    subject_sd: float = 0.7,
+    n_sessions: int = 1,
+    session_effect: float = 0.0,
+    seed=0,
+) -> xr.DataArray:
+    """An all-against-all experiment: every one of ``G = N * S`` samples compared with every other.
+
+    ``n_subjects`` (N) subjects give ``n_samples`` (S) samples each; the
+    G x G similarity matrix compares each sample (row, as probe) with each
+    (column, as reference), itself included, as a matcher run over a whole
+    data set would. A comparison of two samples is N(0, 1) noise, the same
+    for (i, j) and (j, i) (a symmetric matcher), plus, when both are of
+    one subject, ``mated_mean + u_s`` with a subject effect ``u_s ~ N(0,
+    subject_sd)`` shared by all of that subject's comparisons. Sample
+    ``k`` of a subject was captured in session ``k mod n_sessions``; two
+    samples of one subject from the same session score ``session_effect``
+    higher (same light, same sensor state: the weakness of an
+    all-against-all evaluation of data captured over several sessions).
+    A sample against itself scores above every other comparison; the
+    cube marks that cell as a self comparison (equal ``probe_id`` and
+    ``reference_id``), which is never counted.
+
+    Parameters
+    ----------
+    n_subjects, n_samples : int
+        N (at least 2) and S (at least 2: a mated pair needs two samples).
+    mated_mean, subject_sd : float, keyword-only
+        As in :func:`gaussian`.
+    n_sessions : int, keyword-only
+        Capture sessions per subject, in [1, n_samples].
+    session_effect : float, keyword-only
+        Shift of the mated scores of two samples of the same session.
+    seed : int, SeedSequence or Generator, keyword-only
+
+    Returns
+    -------
+    xarray.DataArray
+        The score cube of :func:`bioxr.gallery.all_against_all`: dims
+        ``("probe", "reference")`` of size G each, ``subject``,
+        ``probe_id``, ``sample`` and ``session`` on ``probe``,
+        ``reference_subject``, ``reference_id``, ``reference_sample`` and
+        ``reference_session`` on ``reference``; attrs ``simulator``.
+
+    Examples
+    --------
+    >>> import bioxr
+    >>> cube = bioxr.simulate.all_against_all(n_subjects=5, n_samples=3, seed=1)
+    >>> dict(cube.sizes)
+    {'probe': 15, 'reference': 15}
+    >>> r = bioxr.verification.error_rates(cube, 1.5)
+    >>> int(r.n_mated), int(r.n_nonmated)   # |G|(S-1), |G|(N-1)S: the diagonal is left out
+    (30, 180)
+    >>> bool((bioxr.simulate.all_against_all(5, 3, seed=1) == cube).all())
+    True
+    """
+    from .gallery import all_against_all as _matrix_cube
+
+    for name, value in (("n_subjects", n_subjects), ("n_samples", n_samples)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 2:
+            raise ValueError(f"{name}={value!r}; give a whole number >= 2 (non-mated pairs need two subjects, "
+                             "mated pairs two samples of a subject).")
+    if isinstance(n_sessions, bool) or not isinstance(n_sessions, (int, np.integer)) or not 1 <= n_sessions <= n_samples:
+        raise ValueError(f"n_sessions={n_sessions!r}; give a whole number from 1 to n_samples ({n_samples}).")
+    if not (np.isfinite(subject_sd) and subject_sd >= 0):
+        raise ValueError(f"subject_sd={subject_sd!r}; give a standard deviation >= 0.")
+    root = _entropy(seed)
+    g = n_subjects * n_samples
+    subject = np.repeat(np.arange(n_subjects), n_samples)
+    sample = np.tile(np.arange(n_samples), n_subjects)
+    session = sample % n_sessions
+    u = _rng(root, 0).normal(0.0, subject_sd, n_subjects)
+    z = _rng(root, 1).standard_normal((g, g))
+    scores = (z + z.T) / np.sqrt(2.0)  # symmetric noise, still N(0, 1) off the diagonal
+    mated = subject[:, None] == subject[None, :]
+    same_session = mated & (session[:, None] == session[None, :])
+    scores += mated * (mated_mean + u[subject])[:, None] + same_session * float(session_effect)
+    np.fill_diagonal(scores, np.nanmax(scores) + 1.0)  # a sample matches itself best; never counted
+    names = np.array([f"s{i:04d}" for i in range(n_subjects)])
+    ids = np.array([f"{names[s]}-{k}" for s, k in zip(subject, sample)])
+    cube = _matrix_cube(scores, names[subject], sample_ids=ids)
+    cube = cube.assign_coords(sample=("probe", sample), session=("probe", session),
+                              reference_sample=("reference", sample), reference_session=("reference", session))
+    cube.attrs["simulator"] = (f"bioxr.simulate.all_against_all(n_subjects={n_subjects}, n_samples={n_samples}, "
+                               f"mated_mean={mated_mean}, subject_sd={subject_sd}, n_sessions={n_sessions}, "
+                               f"session_effect={session_effect})")
+    return cube
+
+
+__all__ += ["all_against_all"]

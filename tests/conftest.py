@@ -50,6 +50,7 @@ SMALL_SIMULATOR = {
     "comparison": {"n_subjects": 40},
     "design": {"n_subjects": 8, "n_collections": 96, "collections_per_run": 48, "n_runs": 8, "seed": 2},
     "demographics": {"groups": "A:60,B:40,C:20", "n_samples": 3},
+    "gallery": {"n_subjects": 15, "n_samples": 3, "fpir_target": 0.05},
 }
 #: The BSSR1 data sets by name: the template parameters that read them (face-C's -1 column means "not compared").
 BSSR1_DATA = {
@@ -144,7 +145,8 @@ def rendered(tmp_path_factory):
 #: Test files that share the session's report renders (:func:`rendered`): one xdist worker runs them all, so
 #: each (template, data) is rendered once; every other file is a group of its own (module fixtures run once).
 SHARED_RENDERS = {"test_report.py", "test_report_text.py", "test_notebooks.py", "test_design_report.py",
-                  "test_demographics_report.py", "test_generative_report.py", "test_browser.py", "test_pdf.py"}
+                  "test_demographics_report.py", "test_generative_report.py", "test_gallery_report.py", "test_browser.py",
+                  "test_pdf.py"}
 
 
 #: Files whose tests share no costly module fixture: each test is scheduled on its own, which balances the workers.

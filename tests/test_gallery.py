@@ -94,3 +94,38 @@ def test_accessor_matches_function():
     cube = all_against_all(rng.random((6, 6)), np.repeat([1, 2, 3], 2))
     assert cube.bio.best_per_subject().identical(best_per_subject(cube))
     assert bioxr.verification.eer(cube).attrs["eer_method"] == "rocch"
+
+
+def test_a_matrix_file_with_shuffled_columns_gives_the_seed001_counts(tmp_path):
+    """Read back from a matrix CSV (columns in another order, subjects in the ids), the counts are seeds/001's."""
+    rng = np.random.default_rng(4)
+    n, s = 4, 3
+    g = n * s
+    M = rng.integers(0, 6, (g, g)).astype(float)
+    label = np.repeat(np.arange(n), s)
+    ids = [f"p{lab}_{k}" for lab, k in zip(label, np.tile(np.arange(s), n))]
+    perm = rng.permutation(g)
+    lines = ["id," + ",".join(ids[j] for j in perm)]
+    lines += [ids[i] + "," + ",".join(f"{M[i, j]:g}" for j in perm) for i in range(g)]
+    path = tmp_path / "m.csv"
+    path.write_text("\n".join(lines) + "\n")
+    cube = bioxr.gallery.read_matrix(path, score_kind="distance")
+    np.testing.assert_array_equal(cube.values, M)  # the columns are back in the rows' order
+    for t in (0.0, 2.0, 4.5):
+        GA, FA, FR, GR = seed001_single(M, label, t)
+        r = error_rates(cube, t)
+        assert (int(r.false_matches), int(r.false_nonmatches), int(r.n_mated), int(r.n_nonmated)) == (
+            FA, FR, GA + FR, FA + GR)
+        GA, FA, FR, GR = seed001_multi(M, label, t)
+        r = error_rates(best_per_subject(cube), t)
+        assert (int(r.false_matches), int(r.false_nonmatches), int(r.n_mated), int(r.n_nonmated)) == (
+            FA, FR, GA + FR, FA + GR)
+    assert cube.attrs["n_self_comparisons"] == g
+
+
+def test_multi_template_cube_is_c_ordered_for_the_outcome_kernel():
+    """Eight subjects (a multiple of eight references): the rank counter reads the rows eight cells at a time."""
+    cube = all_against_all(np.random.default_rng(1).random((24, 24)), np.repeat(np.arange(8), 3))
+    multi = best_per_subject(cube)
+    assert multi.values.flags["C_CONTIGUOUS"]
+    assert 0 <= float(bioxr.identification.cmc_curve(multi, max_rank=1).cmc.sel(rank=1)) <= 1

@@ -374,3 +374,12 @@ def test_outcomes_requires_mated_but_not_nonmated():
     assert float(out.mated_rank[0]) == 1.0 and math.isnan(float(out.nonmated_best[0]))
     with pytest.raises(ScoreCubeError):
         outcomes(cube.assign_coords(reference_subject=("reference", ["b", "c"])))
+
+
+def test_row_counts_of_a_block_in_fortran_order():
+    """A transposed block (not C-ordered) with a multiple of 8 references: once a crash of .view(np.uint64)."""
+    from bioxr.outcomes import _count_per_row
+
+    mask = np.random.default_rng(0).random((24, 16)) < 0.4
+    for block in (np.asfortranarray(mask), mask.T.copy().T, mask[:, ::-1]):  # none is C-contiguous
+        np.testing.assert_array_equal(_count_per_row(block), mask.sum(axis=1))

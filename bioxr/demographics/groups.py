@@ -530,7 +530,6 @@ def groups_provenance(data) -> dict:
     a = data.attrs
     if not a.get("group_column"):
         return {}
-    out = {"subject table": f"{a.get('group_table', '')}, column {a['group_column']}"}
-    if a.get("group_table_sha256"):
-        out["subject table sha256"] = a["group_table_sha256"]
-    return out
+    # the table's sha256 is in the provenance under its parameter's name (narrative.provenance hashes every file
+    # a parameter names), and in attrs["group_table_sha256"]
+    return {"subject table": f"{a.get('group_table', '')}, column {a['group_column']}"}

@@ -68,6 +68,7 @@ from ._render import VL_VERSION, _enable_in_kernel, enable_offline_renderer, ren
 from .coverage import coverage_chart
 from .demographics import cross_fmr_heatmap, fairness_chart, group_rates_chart
 from .facets import facet_chart
+from .gallery import gallery_det_chart, gallery_heatmap
 from .generative import generative_chart
 from .identification import cmc_chart, open_set_chart
 from .systems import systems_det_chart
@@ -90,6 +91,8 @@ __all__ = [
     "cross_fmr_heatmap",
     "fairness_chart",
     "generative_chart",
+    "gallery_det_chart",
+    "gallery_heatmap",
     "probit",
     "render_svg",
     "save_png",
