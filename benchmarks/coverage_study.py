@@ -13,10 +13,10 @@ experiment); 200 bootstrap replicates for score data (as in the test) and
 (same seeds), so where the replicates agree the test's verdict is read off
 the study too.
 
-    python benchmarks/coverage.py                 # everything; writes benchmarks/COVERAGE.md
-    python benchmarks/coverage.py --quick         # at the test's sizes
-    python benchmarks/coverage.py -k eer_interval -k wolves   # entries whose id holds every -k text
-    python benchmarks/coverage.py --no-write      # print only
+    python benchmarks/coverage_study.py                 # everything; writes benchmarks/COVERAGE.md
+    python benchmarks/coverage_study.py --quick         # at the test's sizes
+    python benchmarks/coverage_study.py -k eer_interval -k wolves   # entries whose id holds every -k text
+    python benchmarks/coverage_study.py --no-write      # print only
 
 Each row: function, cell, quantity, experiments, coverage, its exact 95%
 Monte Carlo interval, mean width, share of one-sided bounds (lower 0 or
@@ -142,7 +142,7 @@ def markdown(rows, *, quick: bool, seconds: float) -> str:
     lines = [
         "# Coverage of bioxr's interval functions",
         "",
-        f"Written by `python benchmarks/coverage.py{' --quick' if quick else ''}` on "
+        f"Written by `python benchmarks/coverage_study.py{' --quick' if quick else ''}` on "
         f"{datetime.date.today().isoformat()}; code measured: "
         f"{'; '.join(sorted({r.get('code', 'unknown') for r in rows}))} (imported once, when the run started); "
         f"Python {platform.python_version()}, NumPy {np.__version__}; {seconds / 60:.0f} min wall on a shared "

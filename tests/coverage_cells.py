@@ -5,7 +5,7 @@ exist"). A *cell* is a data generator whose true value is known exactly;
 an *entry* registers one public interval function (through a call that
 returns ``(lower, upper)`` per experiment) on one cell and one quantity.
 ``tests/test_coverage.py`` runs each entry with a few hundred seeded
-experiments and a binomial test on the hit count; ``benchmarks/coverage.py``
+experiments and a binomial test on the hit count; ``benchmarks/coverage_study.py``
 runs the same entries with 2,000 experiments (fewer where a bootstrap is
 expensive) and writes ``benchmarks/COVERAGE.md``.
 

@@ -13,7 +13,7 @@ and 89.5-99.0% at 200 (100-subject cells, identification, FTE/FTA): a true
 coverage of 92% or 98% fails about half the time at 1,000, less at the
 smaller sizes, so the test is a guard against gross errors (a forwarded
 level, a dropped design effect, a [0, 0] interval) and the tables of
-``benchmarks/coverage.py`` (2,000 experiments a cell, fewer for the
+``benchmarks/coverage_study.py`` (2,000 experiments a cell, fewer for the
 expensive bootstraps) are the measurement.
 
 Cells the current code fails carry ``xfail(strict=False)`` with the
