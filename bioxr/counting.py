@@ -10,12 +10,22 @@ excluded cells. No mask the size of the scores is ever built.
 Two ways to get the non-mated scores in order:
 
 - :meth:`Pool.full`: one ``np.sort`` of all the group's scores; used for
-  whole curves.
+  whole curves (``points="all"``, and groups too small for the next).
+- :meth:`Pool.between`: no sort of the non-mated scores, only their counts
+  between consecutive distinct mated (and excluded) scores, in one pass
+  (:func:`bioxr._core.binning.count_between`); used for the corners of the
+  DET and ROC (Annex F.1), with the same results as :meth:`Pool.full`.
 - :meth:`Pool.window`: only the scores in a window ``[lo, hi]`` (and the
   count of those above it), found by one pass in cache-sized blocks; used
   for operating points (EER, FNMR at FMR) that live in a narrow band of
   the curve. Callers check that the window held the answer exactly and
   widen it otherwise.
+
+On a lazy (chunked) group every pass runs blockwise where the blocks live
+and only small results reach the client: the window's scores (or, for a
+block whose window is large, counts at the mated scores in it), the mated
+and excluded cells, the sample (:mod:`bioxr._core.blockwise`). The NumPy
+path is one pass over the array, as before.
 
 Everything here works in "similarity orientation": distance scores are
 negated (only the small arrays ever are), so "accept when s >= t" holds
@@ -33,13 +43,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._core import binning
 from ._core.errors import ScoreCubeError
 
-__all__ = ["CellIndex", "Pool", "MIN_WINDOW_CELLS", "mated_cells", "strided_sample"]
+__all__ = ["CellIndex", "Pool", "MIN_BETWEEN_CELLS", "MIN_WINDOW_CELLS", "mated_cells", "strided_sample"]
 
 _BLOCK = 1 << 16  # elements per block of the extraction pass (512 KiB of float64)
 #: Below this many cells a group is simply sorted: a window would not pay.
 MIN_WINDOW_CELLS = 1 << 18
+#: From this many cells (in memory) :meth:`Pool.between` counts instead of sorting. Off by default: on
+#: the project's machine NumPy's vectorised sort is faster than the counting pass (benchmarks/det_kernel.py,
+#: benchmarks/RESULTS.md); set it to ``1 << 18`` where it is not.
+MIN_BETWEEN_CELLS = 1 << 62
 
 
 class CellIndex:
@@ -77,28 +92,13 @@ class CellIndex:
         self.excluded = excluded.astype(np.int64)
 
 
-def _pieces(values):
-    """Yield ``(flat offset, flat float block)`` over a 2-D NumPy or dask array, in row order.
+def _is_lazy(values) -> bool:
+    """A chunked (lazy) group of scores: its passes run blockwise (:mod:`bioxr._core.blockwise`)."""
+    if isinstance(values, np.ndarray):
+        return False
+    from ._core import blockwise
 
-    A NumPy array is one piece; a dask array is computed one row-block at a
-    time, so a lazy cube is never held at once.
-    """
-    if not hasattr(values, "blocks"):
-        flat = np.asarray(values).reshape(-1)
-        yield 0, flat if np.issubdtype(flat.dtype, np.floating) else flat.astype(np.float64)
-        return
-    import dask
-
-    arr = values.rechunk({1: -1}) if len(values.chunks[1]) > 1 else values
-    offset = 0
-    step = 2  # two row-blocks computed at once: both cores busy, two blocks in memory
-    for i in range(0, arr.numblocks[0], step):
-        for block in dask.compute(*[arr.blocks[j] for j in range(i, min(i + step, arr.numblocks[0]))]):
-            block = np.asarray(block).reshape(-1)
-            if not np.issubdtype(block.dtype, np.floating):
-                block = block.astype(np.float64)
-            yield offset, block
-            offset += block.size
+    return blockwise.is_chunked(values)
 
 
 def _skip(index) -> np.ndarray | None:
@@ -108,37 +108,32 @@ def _skip(index) -> np.ndarray | None:
     return np.concatenate([index.mated, index.excluded])
 
 
+_INFINITE = (
+    "the score cube holds infinite scores; scores must be finite (NaN means not compared, "
+    "or declare a sentinel with missing=)."
+)
+
+
 def _check_finite(block: np.ndarray) -> bool:
     """True when the block holds NaN; raise when it holds an infinity."""
     if np.isfinite(np.add.reduce(block)):
         return False
     if np.isinf(block).any():
-        raise ScoreCubeError(
-            "the score cube holds infinite scores; scores must be finite (NaN means not compared, "
-            "or declare a sentinel with missing=)."
-        )
+        raise ScoreCubeError(_INFINITE)
     return True
 
 
 def mated_cells(values, index: CellIndex, distance: bool):
     """Sorted (similarity-oriented) mated and excluded scores, NaN dropped."""
-    if hasattr(values, "blocks"):
-        mated_idx, excl_idx = np.sort(index.mated), np.sort(index.excluded)
-        m_parts, x_parts = [], []
-        for offset, flat in _pieces(values):
-            for idx, parts in ((mated_idx, m_parts), (excl_idx, x_parts)):
-                a, b = np.searchsorted(idx, [offset, offset + flat.size])
-                parts.append(flat[idx[a:b] - offset])
-        m, x = np.concatenate(m_parts).astype(np.float64), np.concatenate(x_parts).astype(np.float64)
+    if _is_lazy(values):  # each block gathers its own cells where it lives
+        from ._core import blockwise
+
+        m, x = (a.astype(np.float64) for a in blockwise.gather(values, index.mated, index.excluded))
     else:
         flat = np.asarray(values).reshape(-1)
         m = flat[index.mated].astype(np.float64, copy=False)
         x = flat[index.excluded].astype(np.float64, copy=False)
-    m = m[~np.isnan(m)]
-    x = x[~np.isnan(x)]
-    if distance:
-        m, x = -m, -x
-    return np.sort(m), np.sort(x)
+    return _sorted_cells(m, x, distance)
 
 
 class Pool:
@@ -210,8 +205,32 @@ class Pool:
         return cls(s, m, x, n_valid - m.size - x.size, -np.inf)
 
     @classmethod
+    def between(cls, values: np.ndarray, index: CellIndex, distance: bool, cells=None, engine=None) -> "Pool":
+        """A full pool known by counts between the mated and excluded scores, without a sort.
+
+        One pass counts every score into the intervals between consecutive
+        distinct mated and excluded scores, with the lowest score of each
+        above its left edge (:func:`bioxr._core.binning.count_between`;
+        ``engine`` as there). That is all the corners of the exact curve
+        need: :meth:`corner_thresholds`, :meth:`hull_thresholds` and
+        :meth:`false_matches` (at any threshold) equal :meth:`full`'s. On a
+        lazy group of :data:`MIN_WINDOW_CELLS` cells or more the counting
+        runs blockwise where the blocks live (only ``3 (M + 1)`` numbers per
+        block travel, and nothing is loaded whole); an in-memory group of
+        fewer than :data:`MIN_BETWEEN_CELLS` cells, or one without mated
+        scores, is sorted (:meth:`full`) instead.
+        """
+        if values.size < (MIN_WINDOW_CELLS if _is_lazy(values) else MIN_BETWEEN_CELLS):
+            return cls.full(values, index, distance, cells)
+        m, x = cells if cells is not None else mated_cells(values, index, distance)
+        if m.size == 0 or not (np.isfinite(m).all() and np.isfinite(x).all()):
+            return cls.full(values, index, distance, (m, x))  # nothing to count between, or an infinity to refuse
+        return _Counted(values, index, distance, m, x, engine)
+
+    @classmethod
     def window(
-        cls, values: np.ndarray, index: CellIndex, distance: bool, lo: float, hi: float = np.inf, cells=None, edges=()
+        cls, values: np.ndarray, index: CellIndex, distance: bool, lo: float, hi: float = np.inf, cells=None, edges=(),
+        need_scores: bool = False, at=(),
     ) -> "Pool":
         """Keep the scores in ``[lo, hi]`` (similarity orientation) and count those above.
 
@@ -219,18 +238,32 @@ class Pool:
         cells at or beyond each of ``edges``, so FMR is known exactly there
         (:meth:`edge_false_matches`). A window that is not bounded below
         sorts everything instead.
+
+        On a lazy group the pass runs blockwise where the blocks live. A
+        block whose window is large sends counts at the mated scores in the
+        window (and ``lo``) instead of its scores, unless ``need_scores``;
+        the pool then answers :meth:`false_matches` there (and at ``at``,
+        thresholds in similarity orientation the caller will ask for) from the counts
+        and fetches those blocks' scores only if something else needs them
+        (:class:`bioxr._core.blockwise.CountedPool`).
         """
         if not np.isfinite(lo) or values.size < MIN_WINDOW_CELLS:
             return cls.full(values, index, distance, cells)
         m, x = cells if cells is not None else mated_cells(values, index, distance)
-        kept, n_above, n_nan, n_edges = _extract(values, lo, hi, distance, edges)
-        kept.sort()
-        kept = kept.astype(np.float64, copy=False)
-        if distance:
-            kept = kept[::-1]
-            np.negative(kept, out=kept)
+        grid = None
+        if not need_scores and _is_lazy(values):
+            at = np.asarray(at, dtype=float).reshape(-1)
+            grid = np.unique(np.concatenate([[float(lo)], m[(m >= lo) & (m <= hi)], at[(at >= lo) & (at <= hi)]]))
+        kept, n_above, n_nan, n_edges, lazy = _extract(values, lo, hi, distance, edges, grid)
+        kept = _oriented(kept, distance)
         n_valid = values.size - n_nan
-        pool = cls(kept, m, x, n_valid - m.size - x.size, lo, hi, n_above)
+        if lazy is not None and lazy["missing"]:
+            from ._core.blockwise import CountedPool
+
+            pool = CountedPool(kept, m, x, n_valid - m.size - x.size, lo, hi, n_above)
+            pool.counted(grid, lazy["hist"], lambda: _oriented(lazy["fetch"](), distance))
+        else:
+            pool = cls(kept, m, x, n_valid - m.size - x.size, lo, hi, n_above)
         pool.edges, pool.n_edges = np.asarray(edges, dtype=float), n_edges
         return pool
 
@@ -243,7 +276,7 @@ class Pool:
         if sample.size == 0:
             return cls.full(values, index, distance)
         lo = float(np.quantile(sample, 1 - share, method="lower"))
-        return cls.window(values, index, distance, lo)
+        return cls.window(values, index, distance, lo, need_scores=True)
 
     # -- counts --------------------------------------------------------------
     def false_matches(self, t) -> np.ndarray:
@@ -353,6 +386,91 @@ class Pool:
         return out
 
 
+def _count_between(values, edges, **kw):
+    """:func:`bioxr._core.binning.count_between`, blockwise on a lazy group (the same result)."""
+    if _is_lazy(values):
+        from ._core import blockwise
+
+        return blockwise.count_between(values, edges, **kw)
+    return binning.count_between(values, edges, **kw)
+
+
+class _Counted(Pool):
+    """A full pool (:meth:`Pool.between`) known by counts between its mated and excluded scores.
+
+    With edges ``e`` (the distinct mated and excluded scores) the pass gives,
+    for interval ``i`` = ``[e[i-1], e[i])``, its count, how many equal
+    ``e[i-1]``, and its lowest score ``L[i]`` above ``e[i-1]``: every score
+    strictly between edges is non-mated. Scores at or above a threshold
+    ``t`` are then known exactly when ``t`` is an edge or ``t <= L[i]``
+    (the corners are such); at another threshold (a corner of another
+    group's curve) one more pass counts them.
+    """
+
+    def __init__(self, values, index, distance, m, x, engine=None):
+        edges = np.unique(np.concatenate([m, x]))
+        b = _count_between(values, edges, negate=distance, minima=True, engine=engine)
+        if b.n_inf:
+            raise ScoreCubeError(_INFINITE)
+        n_valid = int(values.size) - b.n_nan
+        super().__init__(np.empty(0), m, x, n_valid - m.size - x.size, -np.inf)
+        self._values, self._index, self._distance, self._engine = values, index, distance, engine
+        self._edges, self._at_edge, self._lowest = edges, b.at_edge, b.lowest
+        self._tail = np.concatenate([np.cumsum(b.counts[::-1])[::-1], [0]])  # scores in intervals i, i+1, ...
+        # the distinct comparison scores that can follow an edge, in order: L[0], e[0], L[1], e[1], ..., L[M]
+        n_excl = np.searchsorted(x, edges, side="right") - np.searchsorted(x, edges, side="left")
+        slots = np.empty(2 * edges.size + 1)
+        slots[0::2], slots[1::2] = b.lowest, edges
+        ok = np.empty(slots.size, dtype=bool)
+        ok[0::2] = np.isfinite(b.lowest)
+        ok[1::2] = b.at_edge[1:] > n_excl  # an edge all of whose copies are self comparisons is no score
+        self._slots = slots[ok]
+
+    @property
+    def pool(self):
+        """A sorted strided sample of the scores (for the orientation check only: nothing is sorted whole)."""
+        if self._sample is None:
+            self._sample = strided_sample(self._values, self._distance, skip=_skip(self._index))
+        return self._sample
+
+    @pool.setter
+    def pool(self, value):
+        self._sample = None
+
+    def _at_or_above(self, t: np.ndarray) -> np.ndarray:
+        """Scores (of any kind) >= each threshold."""
+        i = np.searchsorted(self._edges, t, side="right")
+        out = self._tail[i] - self._at_edge[i]  # t above e[i-1], and t <= L[i]
+        on = i > 0
+        on[on] = t[on] == self._edges[i[on] - 1]
+        out[on] = self._tail[i[on]]
+        out[np.isposinf(t)] = 0
+        todo = ~on & (t > self._lowest[i]) & ~np.isposinf(t)
+        if todo.any():
+            u = np.unique(t[todo])
+            extra = _count_between(self._values, u, negate=self._distance, engine=self._engine).counts
+            out[todo] = np.cumsum(extra[::-1])[::-1][np.searchsorted(u, t[todo]) + 1]
+        return out
+
+    def false_matches(self, t) -> np.ndarray:
+        t = np.asarray(t, dtype=float)
+        ge = lambda a: a.size - np.searchsorted(a, t, side="left")  # noqa: E731
+        return self._at_or_above(np.atleast_1d(t)).reshape(t.shape) - ge(self.mated) - ge(self.excluded)
+
+    def _next_comparison_scores(self, values: np.ndarray, strictly_above: bool = True) -> np.ndarray:
+        """Exact where ``values`` are edges (mated scores) or -inf, as the corners ask."""
+        pos = np.searchsorted(self._slots, values, side="right" if strictly_above else "left")
+        out = np.full(values.size, np.inf)
+        inside = pos < self._slots.size
+        out[inside] = self._slots[pos[inside]]
+        return out
+
+    def _needs_sort(self, *_args, **_kwargs):
+        raise NotImplementedError("a pool from Pool.between knows the corners only; use Pool.full for every score.")
+
+    thresholds = nonmated_tail = edge_false_matches = _needs_sort
+
+
 def strided_sample(values, distance: bool = False, size: int = 400_000, skip=None) -> np.ndarray:
     """About ``size`` evenly strided scores, NaN dropped, similarity-oriented, sorted.
 
@@ -363,23 +481,64 @@ def strided_sample(values, distance: bool = False, size: int = 400_000, skip=Non
     """
     stride = max(1, int(values.size) // size)
     skip = None if skip is None or not len(skip) else np.sort(np.asarray(skip, dtype=np.int64))
-    parts = []
-    for offset, flat in _pieces(values):
-        first = (-offset) % stride
+    if _is_lazy(values):  # each block draws its own share of the sample where it lives
+        from ._core import blockwise
+
+        sample = blockwise.sample(values, stride, skip)
+    else:
+        flat = np.asarray(values).reshape(-1)
+        flat = flat if np.issubdtype(flat.dtype, np.floating) else flat.astype(np.float64)
         if skip is None:
-            parts.append(flat[first::stride].copy())  # a copy: a view would keep the whole block alive
-            continue
-        pos = np.arange(offset + first, offset + flat.size, stride, dtype=np.int64)
-        hit = np.searchsorted(skip, pos)
-        hit = np.minimum(hit, skip.size - 1)
-        pos = pos[skip[hit] != pos]
-        parts.append(flat[pos - offset])
-    sample = np.concatenate(parts) if parts else np.empty(0)
-    sample = sample[~np.isnan(sample)]
+            sample = flat[::stride].copy()  # a copy: a view would keep the whole block alive
+        else:
+            pos = np.arange(0, flat.size, stride, dtype=np.int64)
+            hit = np.minimum(np.searchsorted(skip, pos), skip.size - 1)
+            sample = flat[pos[skip[hit] != pos]]
+        sample = sample[~np.isnan(sample)]
+    return _sorted_sample(sample, distance)
+
+
+def cells_and_sample(values, index, distance: bool, size: int = 400_000):
+    """``(mated_cells(...), strided_sample(..., skip=_skip(index)))`` in one pass over a lazy group.
+
+    The same arrays as the two calls; on a lazy group one blockwise pass
+    instead of two (each pass over a lazily generated or stored cube
+    generates or reads it again).
+    """
+    if not _is_lazy(values):
+        return mated_cells(values, index, distance), strided_sample(values, distance, size, skip=_skip(index))
+    from ._core import blockwise
+
+    skip = _skip(index)
+    skip = None if skip is None else np.sort(skip)
+    stride = max(1, int(values.size) // size)
+    (m, x), sample = blockwise.gather_and_sample(values, index.mated, index.excluded, stride, skip)
+    return _sorted_cells(m.astype(np.float64), x.astype(np.float64), distance), _sorted_sample(sample, distance)
+
+
+def _sorted_cells(m, x, distance: bool):
+    m = m[~np.isnan(m)]
+    x = x[~np.isnan(x)]
+    if distance:
+        m, x = -m, -x
+    return np.sort(m), np.sort(x)
+
+
+def _sorted_sample(sample, distance: bool):
     if distance:
         sample = -sample
     sample.sort()
     return sample
+
+
+def _oriented(kept: np.ndarray, distance: bool) -> np.ndarray:
+    """Window scores sorted ascending in similarity orientation, float64 (sorted first: faster in float32)."""
+    kept.sort()
+    kept = kept.astype(np.float64, copy=False)
+    if distance:
+        kept = kept[::-1]
+        np.negative(kept, out=kept)
+    return kept
 
 
 def _dtype_bound(value: float, dtype, *, up: bool):
@@ -403,7 +562,7 @@ def _dtype_bound(value: float, dtype, *, up: bool):
     return near
 
 
-def _extract(values, lo: float, hi: float, distance: bool, edges=()):
+def _extract(values, lo: float, hi: float, distance: bool, edges=(), thresholds=None):
     """One blocked pass: values in the window, cells above it, cells at or
     beyond each edge, and NaN cells.
 
@@ -411,33 +570,53 @@ def _extract(values, lo: float, hi: float, distance: bool, edges=()):
     distances the window is ``[-hi, -lo]``, "above" means below ``-hi`` and
     "beyond an edge e" means at or below ``-e``. Infinite scores raise
     :class:`bioxr.cube.ScoreCubeError` on the way.
+
+    A lazy group is passed over blockwise (:func:`bioxr._core.blockwise.window`);
+    with ``thresholds`` its largest windows come back as counts at them,
+    and the result has a fifth item, the blockwise pass's dict (None for a
+    NumPy group).
+    """
+    limits = [-e for e in edges] if distance else list(edges)
+    bounds = ((-hi, -lo) if distance else (lo, hi)) + (bool(np.isfinite(hi)),)
+    if _is_lazy(values):
+        from ._core import blockwise
+
+        out = blockwise.window(values, bounds, limits, distance, thresholds)
+        out["fetch"] = lambda: blockwise.window(values, bounds, limits, distance, blocks=out["missing"])["kept"]
+        return out["kept"], out["n_above"], out["n_nan"], out["n_edges"], out
+    flat = np.asarray(values).reshape(-1)
+    flat = flat if np.issubdtype(flat.dtype, np.floating) else flat.astype(np.float64)
+    return (*_scan(flat, *bounds, limits, distance), None)
+
+
+def _scan(flat: np.ndarray, a0: float, b0: float, bounded: bool, limits, distance: bool):
+    """The pass of :func:`_extract` over one flat float array: ``(kept, n_above, n_nan, n_edges)``.
+
+    The scores are compared in their own dtype against ``a0``, ``b0`` and
+    ``limits`` (raw orientation) rounded outwards to it.
     """
     kept = []
     n_above = 0
     n_nan = 0
-    n_edges = np.zeros(len(edges), dtype=np.int64)
-    limits = [-e for e in edges] if distance else list(edges)
-    a0, b0 = (-hi, -lo) if distance else (lo, hi)
-    bounded = np.isfinite(hi)
-    for _, flat in _pieces(values):
-        # each comparison "s op v" in the block's dtype with v rounded outwards: the float64 decision, exactly
-        a, b = _dtype_bound(a0, flat.dtype, up=True), _dtype_bound(b0, flat.dtype, up=False)  # for >= / < and <= / >
-        edge = [_dtype_bound(e, flat.dtype, up=not distance) for e in limits]
-        for start in range(0, flat.size, _BLOCK):
-            block = flat[start : start + _BLOCK]
-            if distance:
-                keep = block <= b
-                if bounded:
-                    keep &= block >= a
-                    n_above += int(np.count_nonzero(block < a))
-            else:
-                keep = block >= a
-                if bounded:
-                    keep &= block <= b
-                    n_above += int(np.count_nonzero(block > b))
-            kept.append(block[keep])
-            for j, e in enumerate(edge):
-                n_edges[j] += np.count_nonzero(block <= e) if distance else np.count_nonzero(block >= e)
-            if _check_finite(block):
-                n_nan += int(np.count_nonzero(np.isnan(block)))
-    return (np.concatenate(kept) if kept else np.empty(0)), n_above, n_nan, n_edges
+    n_edges = np.zeros(len(limits), dtype=np.int64)
+    # each comparison "s op v" in the block's dtype with v rounded outwards: the float64 decision, exactly
+    a, b = _dtype_bound(a0, flat.dtype, up=True), _dtype_bound(b0, flat.dtype, up=False)  # for >= / < and <= / >
+    edge = [_dtype_bound(e, flat.dtype, up=not distance) for e in limits]
+    for start in range(0, flat.size, _BLOCK):
+        block = flat[start : start + _BLOCK]
+        if distance:
+            keep = block <= b
+            if bounded:
+                keep &= block >= a
+                n_above += int(np.count_nonzero(block < a))
+        else:
+            keep = block >= a
+            if bounded:
+                keep &= block <= b
+                n_above += int(np.count_nonzero(block > b))
+        kept.append(block[keep])
+        for j, e in enumerate(edge):
+            n_edges[j] += np.count_nonzero(block <= e) if distance else np.count_nonzero(block >= e)
+        if _check_finite(block):
+            n_nan += int(np.count_nonzero(np.isnan(block)))
+    return (np.concatenate(kept) if kept else flat[:0]), n_above, n_nan, n_edges

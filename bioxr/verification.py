@@ -49,11 +49,14 @@ EER_METHODS = _eer.METHODS
 CURVE_POINTS = ("corners", "all")
 
 
-def _pools(groups: Grouped, lo=None):
-    """Yield ``(g, Pool)``: every score sorted, or only those >= ``lo`` (similarity orientation)."""
+def _pools(groups: Grouped, lo=None, between=False, at=()):
+    """Yield ``(g, Pool)``: every score sorted (``between``: counted between the mated ones, for
+    corners only), or only those >= ``lo`` (similarity orientation), with exact counts ``at`` thresholds."""
+    full = Pool.between if between else Pool.full
     for g in range(groups.n_groups):
         values, index = groups.block(g)
-        pool = Pool.full(values, index, groups.distance) if lo is None else Pool.window(values, index, groups.distance, lo)
+        pool = (full(values, index, groups.distance) if lo is None
+                else Pool.window(values, index, groups.distance, lo, at=at))
         yield g, _finish(groups, pool, g, index)
 
 
@@ -190,7 +193,7 @@ def error_rates(cube: xr.DataArray, threshold, *, dim=None, failure_policy: str 
     fnm = np.empty_like(fm)
     n_m = np.empty(groups.n_groups, dtype=np.int64)
     n_n = np.empty_like(n_m)
-    for g, pool in _pools(groups, lo=float(ts.min()) if t.size <= 16 else None):
+    for g, pool in _pools(groups, lo=float(ts.min()) if t.size <= 16 else None, at=ts):
         fm[g] = pool.false_matches(ts)
         fnm[g] = pool.false_nonmatches(ts)
         n_m[g], n_n[g] = pool.n_mated, pool.n_nonmated
@@ -288,7 +291,7 @@ def det_curve(cube: xr.DataArray, *, dim=None, points: str = "corners", failure_
         raise ValueError(f"points={points!r}; choose 'corners' or 'all'.")
     groups = Grouped(cube, dim, failure_policy=failure_policy)
     pools = []
-    for g, pool in _pools(groups):
+    for g, pool in _pools(groups, between=points == "corners"):
         groups.require(pool, g, "a DET curve")
         pools.append(pool)
     warn_if_reversed(pools[0].mated, pools[0].pool, groups.kind)
@@ -454,8 +457,7 @@ def _eer_group(values, index, groups: Grouped, g: int, method: str, ties: str = 
     hull vertex. If the answer could depend on scores outside the window,
     the window widens, up to sorting everything.
     """
-    m, x = mated_cells(values, index, groups.distance)
-    sample = strided_sample(values, groups.distance, skip=counting._skip(index))
+    (m, x), sample = counting.cells_and_sample(values, index, groups.distance)  # one pass over lazy blocks
     if g == 0:
         warn_if_reversed(m, sample, groups.kind)
     estimate, slope = _estimate_eer(sample, m)

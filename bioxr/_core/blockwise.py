@@ -1,0 +1,374 @@
+"""Passes over a chunked group of scores that run where the blocks live.
+
+A group of a lazy score cube is a 2-D chunked array (probes by
+references). The passes of :mod:`bioxr.counting` over it (the window of
+scores and the counts around it, the mated and excluded cells, the
+strided sample) are map-reduce jobs here: a function runs on each block
+where it lives and returns only its small result (the block's window
+scores or counts at given thresholds, its mated cells, its sample);
+partial results are combined in a tree, ``SPLIT_EVERY`` at a time (the
+pattern of ``dask.array.reduction`` and flox), so the client receives one
+small result instead of the blocks.
+
+Blocks may be chunked along ``reference`` too: a block covers rows
+``[r0, r1)`` and columns ``[c0, c1)`` of the group, so its cells are not
+contiguous in the group's flat (row-major) order. :class:`Layout` maps the
+group's flat positions to the blocks and back.
+
+Chunked arrays are recognised through xarray's chunk-manager API
+(:func:`xarray.namedarray.pycompat.is_chunked_array`,
+:func:`xarray.namedarray.parallelcompat.get_chunked_array_type`). The
+blockwise tree runs on dask (any scheduler: threaded, processes,
+``dask.distributed``); another engine's arrays are read one row band at a
+time through its chunk manager's ``compute``, with the same block
+functions and identical results, but the bands travel to the client.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..counting import Pool, _scan
+
+#: Partial results combined per node of the tree.
+SPLIT_EVERY = 8
+#: A block whose window holds more than this share of its cells sends counts at the thresholds instead.
+CONTENTS_SHARE = 0.01
+
+
+# ------------------------------------------------------------------ engines
+def is_chunked(values) -> bool:
+    """True for a chunked (lazy) array: dask, or any engine registered with xarray's chunk managers."""
+    try:
+        from xarray.namedarray.pycompat import is_chunked_array
+    except ImportError:  # pragma: no cover - older xarray
+        return hasattr(values, "blocks")
+    return bool(is_chunked_array(values))
+
+
+def _manager(values):
+    from xarray.namedarray.parallelcompat import get_chunked_array_type
+
+    return get_chunked_array_type(values)
+
+
+class Layout:
+    """Where the blocks of a 2-D chunked array sit in its flat (row-major) order.
+
+    Blocks are numbered in row-major order of the block grid.
+
+    Examples
+    --------
+    A 3 x 4 array in blocks of rows (2, 1) and columns (3, 1): flat
+    position 5 (row 1, column 1) is local position 4 of block 0 (2 x 3);
+    position 3 (row 0, column 3) is local position 0 of block 1 (2 x 1),
+    position 11 (row 2, column 3) local position 0 of block 3 (1 x 1).
+
+    >>> layout = Layout(((2, 1), (3, 1)))
+    >>> [p.tolist() for p in layout.split([5, 11, 3])]
+    [[4], [0], [], [0]]
+    >>> layout.bounds(3)
+    (2, 3, 3, 4)
+    """
+
+    def __init__(self, chunks):
+        rows, cols = (np.asarray(c, dtype=np.int64) for c in chunks)
+        self.r_edges = np.concatenate([[0], np.cumsum(rows)])
+        self.c_edges = np.concatenate([[0], np.cumsum(cols)])
+        self.n_rows, self.n_cols = int(self.r_edges[-1]), int(self.c_edges[-1])
+        self.shape = (rows.size, cols.size)
+        self.n_blocks = rows.size * cols.size
+
+    def bounds(self, b: int):
+        """``(r0, r1, c0, c1)`` of block ``b``."""
+        i, j = divmod(b, self.shape[1])
+        return int(self.r_edges[i]), int(self.r_edges[i + 1]), int(self.c_edges[j]), int(self.c_edges[j + 1])
+
+    def split(self, pos: np.ndarray) -> list:
+        """Flat positions of the group, as local flat positions in each block (sorted)."""
+        pos = np.asarray(pos, dtype=np.int64)
+        if self.n_cols == 0:
+            return [np.empty(0, dtype=np.int64)] * self.n_blocks
+        rows, cols = np.divmod(pos, self.n_cols)
+        bi = np.searchsorted(self.r_edges, rows, side="right") - 1
+        bj = np.searchsorted(self.c_edges, cols, side="right") - 1
+        width = np.diff(self.c_edges)[bj]
+        local = (rows - self.r_edges[bi]) * width + (cols - self.c_edges[bj])
+        block = bi * self.shape[1] + bj
+        order = np.lexsort((local, block))
+        block, local = block[order], local[order]
+        cuts = np.searchsorted(block, np.arange(self.n_blocks + 1))
+        return [local[cuts[b] : cuts[b + 1]] for b in range(self.n_blocks)]
+
+
+def run(values, chunk, combine, args, blocks=None):
+    """``combine`` over ``chunk(block, *args[b])`` of every block ``b`` (or of ``blocks``), in a tree.
+
+    On dask each ``chunk`` runs where its block lives and the partials are
+    combined ``SPLIT_EVERY`` at a time on the workers; only the root
+    reaches the client. ``combine`` takes any number of partials.
+    """
+    layout = Layout(values.chunks)
+    todo = list(range(layout.n_blocks)) if blocks is None else list(blocks)
+    if hasattr(values, "to_delayed") and hasattr(values, "dask"):
+        return _run_dask(values, chunk, combine, args, todo)
+    return _run_bands(values, layout, chunk, combine, args, todo)
+
+
+def _run_dask(values, chunk, combine, args, todo):
+    import dask
+
+    grid = values.to_delayed(optimize_graph=True).ravel()
+    node = dask.delayed(chunk, pure=True)
+    shared = {}  # an array argument goes into the graph once (a key of its own), however many blocks take it
+
+    def once(a):
+        if not isinstance(a, np.ndarray) or a.nbytes <= 4096:
+            return a
+        if id(a) not in shared:
+            shared[id(a)] = (a, dask.delayed(a, pure=True))
+        return shared[id(a)][1]
+
+    parts = [node(grid[b], *map(once, args[b])) for b in todo]
+    merge = dask.delayed(combine, pure=True)
+    while len(parts) > 1:
+        parts = [merge(*parts[i : i + SPLIT_EVERY]) for i in range(0, len(parts), SPLIT_EVERY)]
+    if not parts:
+        return combine()
+    (root,) = dask.compute(parts[0])
+    return root
+
+
+def _run_bands(values, layout, chunk, combine, args, todo):
+    """Another engine: compute one band of block rows at a time through its chunk manager."""
+    manager = _manager(values)
+    parts = []
+    for i in sorted({b // layout.shape[1] for b in todo}):
+        r0, r1 = int(layout.r_edges[i]), int(layout.r_edges[i + 1])
+        (band,) = manager.compute(values[r0:r1])
+        band = np.asarray(band)
+        for b in todo:
+            if b // layout.shape[1] == i:
+                _, _, c0, c1 = layout.bounds(b)
+                parts.append(chunk(band[:, c0:c1], *args[b]))
+    return combine(*parts)
+
+
+def _flat(block) -> np.ndarray:
+    flat = np.asarray(block).reshape(-1)
+    return flat if np.issubdtype(flat.dtype, np.floating) else flat.astype(np.float64)
+
+
+def _cat(arrays):
+    arrays = [a for a in arrays if a is not None]
+    return np.concatenate(arrays) if arrays else np.empty(0)
+
+
+# ------------------------------------------------------------------ mated and excluded cells
+def _gather_chunk(block, *local):
+    flat = _flat(block)
+    return tuple(flat[p] for p in local)
+
+
+def _gather_combine(*parts):
+    if not parts:
+        return None
+    return tuple(_cat([p[k] for p in parts]) for k in range(len(parts[0])))
+
+
+def gather(values, *positions):
+    """The cells at each array of flat ``positions`` (in no particular order), one blockwise pass."""
+    layout = Layout(values.chunks)
+    splits = [layout.split(p) for p in positions]
+    args = [tuple(s[b] for s in splits) for b in range(layout.n_blocks)]
+    out = run(values, _gather_chunk, _gather_combine, args)
+    return out if out is not None else tuple(np.empty(0) for _ in positions)
+
+
+# ------------------------------------------------------------------ strided sample
+def _sample_chunk(block, r0, c0, n_cols, stride, skip):
+    """The block's cells at flat group positions that are multiples of ``stride``, less ``skip`` (local), NaN dropped."""
+    h, w = block.shape
+    if h == 0 or w == 0:
+        return _flat(block)[:0]
+    start, end = r0 * n_cols + c0, (r0 + h - 1) * n_cols + c0 + w
+    pos = np.arange(-(-start // stride) * stride, end, stride, dtype=np.int64)
+    rows, cols = np.divmod(pos, n_cols)
+    inside = (cols >= c0) & (cols < c0 + w)
+    local = (rows[inside] - r0) * w + (cols[inside] - c0)
+    if skip.size:
+        hit = np.minimum(np.searchsorted(skip, local), skip.size - 1)
+        local = local[skip[hit] != local]
+    out = _flat(block)[local]
+    return out[~np.isnan(out)]
+
+
+def _sample_combine(*parts):
+    return _cat(parts)
+
+
+def sample(values, stride: int, skip) -> np.ndarray:
+    """The cells at flat positions ``0, stride, 2 stride, ...`` less ``skip``, NaN dropped (in no particular order)."""
+    layout = Layout(values.chunks)
+    skips = layout.split(np.empty(0, dtype=np.int64) if skip is None else skip)
+    args = []
+    for b in range(layout.n_blocks):
+        r0, _, c0, _ = layout.bounds(b)
+        args.append((r0, c0, layout.n_cols, int(stride), skips[b]))
+    return run(values, _sample_chunk, _sample_combine, args)
+
+
+# ------------------------------------------------------------------ both in one pass
+def _both_chunk(block, local_m, local_x, r0, c0, n_cols, stride, skip):
+    return _gather_chunk(block, local_m, local_x), _sample_chunk(block, r0, c0, n_cols, stride, skip)
+
+
+def _both_combine(*parts):
+    if not parts:
+        return None
+    return _gather_combine(*[p[0] for p in parts]), _cat([p[1] for p in parts])
+
+
+def gather_and_sample(values, mated, excluded, stride: int, skip):
+    """:func:`gather` of ``mated`` and ``excluded`` and :func:`sample`, in one blockwise pass."""
+    layout = Layout(values.chunks)
+    m, x = layout.split(mated), layout.split(excluded)
+    skips = layout.split(np.empty(0, dtype=np.int64) if skip is None else skip)
+    args = []
+    for b in range(layout.n_blocks):
+        r0, _, c0, _ = layout.bounds(b)
+        args.append((m[b], x[b], r0, c0, layout.n_cols, int(stride), skips[b]))
+    return run(values, _both_chunk, _both_combine, args)
+
+
+# ------------------------------------------------------------------ counts between edges
+def _between_chunk(block, edges, negate, minima, engine):
+    from .binning import count_between as _count
+
+    return _count(block, edges, negate=negate, minima=minima, engine=engine)
+
+
+def _between_combine(*parts):
+    from .binning import Binned
+
+    if not parts:
+        return None
+    first = parts[0]
+    return Binned(
+        counts=sum((p.counts for p in parts[1:]), first.counts),
+        at_edge=sum((p.at_edge for p in parts[1:]), first.at_edge),
+        lowest=np.minimum.reduce([p.lowest for p in parts]),
+        n_nan=sum(p.n_nan for p in parts),
+        n_inf=sum(p.n_inf for p in parts),
+    )
+
+
+def count_between(values, edges, *, negate: bool = False, minima: bool = False, engine=None):
+    """:func:`bioxr._core.binning.count_between` over a chunked 2-D array, blockwise: the same ``Binned``.
+
+    Each block counts its scores into the intervals between ``edges``
+    where it lives; counts and NaN/infinity tallies add up, the lowest
+    scores take the minimum, so only ``3 (M + 1)`` numbers per node travel.
+    """
+    edges = np.asarray(edges, dtype=np.float64)
+    layout = Layout(values.chunks)
+    args = [(edges, negate, minima, engine)] * layout.n_blocks
+    return run(values, _between_chunk, _between_combine, args)
+
+
+# ------------------------------------------------------------------ the window pass
+def _window_chunk(block, b, bounds, limits, distance, thresholds, cap, count_dtype):
+    """One block's window: its scores in the window, or (when more than ``cap`` of its cells) counts at ``thresholds``."""
+    flat = _flat(block)
+    kept, n_above, n_nan, n_edges = _scan(flat, *bounds, limits, distance)
+    out = dict(kept=[kept], n_above=n_above, n_nan=n_nan, n_edges=n_edges, hist=None, missing=[])
+    if thresholds is not None and kept.size > cap * flat.size:
+        v = kept.astype(np.float64)
+        if distance:
+            np.negative(v, out=v)
+        # every window score is >= lo = thresholds[0] (decided exactly in float64 terms by counting._scan)
+        idx = np.searchsorted(thresholds, v, side="right") - 1
+        hist = np.bincount(idx, minlength=thresholds.size).astype(count_dtype)
+        out.update(kept=[], hist=hist, missing=[b])
+    return out
+
+
+def _window_combine(*parts):
+    if not parts:
+        return None
+    hists = [p["hist"] for p in parts if p["hist"] is not None]
+    return dict(
+        kept=[np.concatenate([k for p in parts for k in p["kept"]])] if any(p["kept"] for p in parts) else [],
+        n_above=sum(p["n_above"] for p in parts),
+        n_nan=sum(p["n_nan"] for p in parts),
+        n_edges=sum(p["n_edges"] for p in parts),
+        hist=sum(hists[1:], hists[0]) if hists else None,
+        missing=[b for p in parts for b in p["missing"]],
+    )
+
+
+def window(values, bounds, limits, distance: bool, thresholds=None, blocks=None):
+    """The window pass of :func:`bioxr.counting._extract`, blockwise.
+
+    ``bounds`` is ``(a0, b0, bounded)`` as there. With ``thresholds``
+    (sorted, similarity orientation, starting at the window's ``lo``), a
+    block whose window holds more than ``CONTENTS_SHARE`` of its cells
+    sends, instead of its scores, how many of them fall in each interval
+    ``[thresholds[i], thresholds[i + 1])``. Returns a dict: ``kept`` (the
+    scores sent, unsorted, in the scores' dtype), ``n_above``, ``n_nan``,
+    ``n_edges``, ``hist`` (summed counts, or None) and ``missing`` (blocks
+    that sent counts).
+    """
+    layout = Layout(values.chunks)
+    cap = CONTENTS_SHARE if thresholds is not None else np.inf
+    # counts summed over the whole group never exceed its cells: 4 bytes a threshold where that fits
+    count_dtype = np.uint32 if layout.n_rows * layout.n_cols < 2**32 else np.int64
+    args = [(b, bounds, limits, distance, thresholds, cap, count_dtype) for b in range(layout.n_blocks)]
+    out = run(values, _window_chunk, _window_combine, args, blocks)
+    kept = out["kept"][0] if out["kept"] else np.empty(0)
+    return dict(out, kept=kept)
+
+
+class CountedPool(Pool):
+    """A window pool whose largest blocks sent counts at given thresholds, not their scores.
+
+    ``false_matches`` at those thresholds (and at +inf) is answered from
+    the counts; anything else that needs the window's scores (``pool``,
+    ``thresholds``, ``nonmated_tail``) fetches the missing blocks' scores
+    once, in one more blockwise pass over those blocks only. Every answer
+    is the one the whole window gives.
+    """
+
+    _fetch = None
+
+    @property
+    def pool(self):
+        if self._fetch is not None:
+            extra, self._fetch = self._fetch(), None
+            self._pool = np.sort(np.concatenate([self._pool, extra]))
+        return self._pool
+
+    @pool.setter
+    def pool(self, value):
+        self._pool = value
+
+    def counted(self, thresholds, hist, fetch) -> "CountedPool":
+        """Add the counts of the blocks that sent none of their scores (``fetch`` gets those scores)."""
+        self._thresholds = thresholds
+        self._ge_counted = np.cumsum(hist[::-1].astype(np.int64))[::-1]  # counted scores >= thresholds[i]
+        self._fetch = fetch
+        return self
+
+    def false_matches(self, t) -> np.ndarray:
+        if self._fetch is None:
+            return super().false_matches(t)
+        t = np.asarray(t, dtype=float)
+        grid = self._thresholds
+        pos = np.minimum(np.searchsorted(grid, t), grid.size - 1)
+        top = np.isposinf(t)
+        if not np.all(top | (grid[pos] == t)):  # a threshold the counts do not cover: fetch the scores
+            return super().false_matches(t)
+        ge = lambda a: a.size - np.searchsorted(a, t, side="left")  # noqa: E731
+        counted = np.where(top, 0, self._ge_counted[pos])
+        above = np.where(top, 0, self.n_above)
+        return ge(self._pool) + counted + above - ge(self.mated) - ge(self.excluded)
