@@ -149,8 +149,31 @@ SHARED_RENDERS = {"test_report.py", "test_report_text.py", "test_notebooks.py", 
                   "test_pdf.py"}
 
 
-#: Files whose tests share no costly module fixture: each test is scheduled on its own, which balances the workers.
-UNGROUPED = {"test_coverage.py"}
+#: Files grouped by the coverage cell each test runs: tests/coverage_cells.py computes every function registered on
+#: a cell in one pass over its experiments (cached), so a cell's tests belong on one worker; cells balance the workers.
+BY_CELL = {"test_coverage.py"}
+
+
+def _group(item, name: str) -> None:
+    """Put ``item`` in xdist group ``name``: the mark, and the ``@name`` node-id suffix loadgroup schedules by.
+
+    xdist (3.8) writes the suffix to ``item._nodeid``; pytest 9.2 builds node ids from ``item._id`` (a
+    ``NodeId``) instead, so that write is lost and every test became a group of its own (renders and module
+    fixtures computed once per worker, i.e. twice). Where the node id lives in ``_id``, the suffix is set there.
+    """
+    item.add_marker(pytest.mark.xdist_group(name))
+    node_id = getattr(item, "_id", None)
+    if config_loadgroup(item.config) and node_id is not None and hasattr(node_id, "_str_cache"):
+        import dataclasses
+
+        tagged = dataclasses.replace(node_id)
+        object.__setattr__(tagged, "_str_cache", f"{node_id}@{name}")
+        item._id = tagged
+
+
+def config_loadgroup(config) -> bool:
+    """True in an xdist worker of ``--dist loadgroup`` (where the suffix is read)."""
+    return bool(getattr(config.option, "loadgroup", False))
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the node ids
@@ -162,7 +185,10 @@ def pytest_collection_modifyitems(config, items):
     """
     for item in items:
         name = item.path.name
-        if name in UNGROUPED:
+        if name in BY_CELL:
+            entry = getattr(item, "callspec", None) and item.callspec.params.get("entry")
+            if entry is not None:
+                _group(item, f"coverage:{getattr(entry.cell, 'id', entry.cell)}")
             continue
         if name in SHARED_RENDERS:
             page = getattr(item, "callspec", None) and item.callspec.params.get("page")
@@ -170,4 +196,4 @@ def pytest_collection_modifyitems(config, items):
             group = "reports-bssr1" if bssr1 else "reports"
         else:
             group = str(item.path.relative_to(REPO))
-        item.add_marker(pytest.mark.xdist_group(group))
+        _group(item, group)

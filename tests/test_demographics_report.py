@@ -26,7 +26,7 @@ def _text(page: str) -> str:
     return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body)))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def score_file(tmp_path_factory):
     cube = bioxr.simulate.demographic({"A": 30, "B": 25}, n_samples=2, fnmr={"A": 0.05, "B": 0.2}, fmr=0.003, seed=9)
     trials = bioxr.to_comparisons(cube)
@@ -38,7 +38,7 @@ def score_file(tmp_path_factory):
     return path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def subject_table(tmp_path_factory, face_csv):
     """face-C's subjects in two groups by a hash of their id, the first three in a group too small to analyse,
     every 40th (by hash) left out, a subject without scores and one row repeated; two group columns."""
@@ -55,19 +55,19 @@ def subject_table(tmp_path_factory, face_csv):
     return path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def from_table(rendered, subject_table):
     out = rendered("demographics", "face", subject_table=str(subject_table), group="band")
     return (out / "demographics.html").read_text(encoding="utf-8")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def simulated(rendered):
     """The session's one render of the template on its simulator (tests/conftest.py), and the values passed."""
     return (rendered("demographics") / "demographics.html").read_text(encoding="utf-8")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def from_file(rendered, score_file):
     out = rendered("demographics", scores=str(score_file), columns=COLUMNS, layout="list")
     return (out / "demographics.html").read_text(encoding="utf-8")

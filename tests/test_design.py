@@ -507,13 +507,14 @@ def test_dichotomize_bad_arguments(kwargs):
 # 256 simulated subjects moves the subject-partition cluster ratio by ~10%).
 
 
-@pytest.fixture(scope="module")
+# session scope: computed once on its worker however pytest orders this file's tests around them
+@pytest.fixture(scope="session")
 def paper_success():
     cube = simulate.photohead(256, 4, 1440, seed=0, chunks={"collection": 8})
     return design.dichotomize(outcomes(cube, ranks_only=True).compute(), rank=1)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def paper(paper_success):
     by_image = ("subject", "image")
     return {

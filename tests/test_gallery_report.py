@@ -178,13 +178,13 @@ def test_heatmap_leaves_the_diagonal_blank_and_only_draws_small_matrices():
 # ------------------------------------------------------------ the report ---
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sim(rendered):
     out = rendered("gallery")
     return rendered.parameters("gallery"), (out / "gallery.html").read_text(encoding="utf-8")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def from_file(rendered):
     out = rendered("gallery", scores=str(MATRIX), labels=str(LABELS), missing="-1")
     return (out / "gallery.html").read_text(encoding="utf-8")

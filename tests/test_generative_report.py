@@ -17,23 +17,23 @@ import pytest
 from bioxr import generative, report, simulate
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def values(rendered):
     """The parameters of the session's one simulator render of the template (tests/conftest.py)."""
     return rendered.parameters("generative")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def raw(rendered):
     return (rendered("generative") / "generative.html").read_text(encoding="utf-8")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def page(raw):
     return html.unescape(raw)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def expected(values):
     params = {p.name: p.default for p in report.template_parameters("generative")} | values
     clouds = simulate.generative_models(n_training=params["n_training"], n_synthetic=params["n_synthetic"],
@@ -86,7 +86,7 @@ def test_report_header_and_provenance(raw, page, values):
     assert "specificity and generalisation of a generative model (Schestowitz et al. 2006)" in text
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def own_files(tmp_path_factory):
     """A training set (.npy) and a folder with two models of unequal sizes (.npy and a CSV with a header)."""
     folder = tmp_path_factory.mktemp("generative-files")
@@ -102,7 +102,7 @@ def own_files(tmp_path_factory):
     return folder / "training.npy", models
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def own_page(rendered, own_files):
     training, samples = own_files
     out = rendered("generative", training=str(training), samples=str(samples))

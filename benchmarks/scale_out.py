@@ -1,6 +1,6 @@
 """Bytes that reach the client, and wall times, for a lazy Photohead cube: threaded, LocalCluster(2), in memory.
 
-The EER, FNMR at FMR and the bootstrap's per-subject sufficient statistics
+The EER, FNMR at FMR, the exact DET and the bootstrap's per-subject sufficient statistics
 on a lazily generated Photohead cube (default 200 subjects x 4 images x 80
 collections against 800 references: 51 M float32 scores, 205 MB), each
 computed three ways with identical results:
@@ -16,28 +16,22 @@ everything ``dask.compute`` (and ``dask.array.compute``, which xarray's
 sent to anyone but another worker (their ``transfer_outgoing_log``: the
 client's gathers), which also counts what xarray's ``.compute()`` pulls.
 
-    python benchmarks/distributed.py [--collections 80] [--chunk 4]
+    python benchmarks/scale_out.py [--collections 80] [--chunk 4]
 """
 
 from __future__ import annotations
 
-import os
-import sys
+import argparse
+import time
 
-# this file is named like the package it measures: keep its folder off the path so "distributed" is the package
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != os.path.dirname(os.path.abspath(__file__))]
+import dask
+import dask.array
+import numpy as np
+from dask.sizeof import sizeof
 
-import argparse  # noqa: E402
-import time  # noqa: E402
-
-import dask  # noqa: E402
-import dask.array  # noqa: E402
-import numpy as np  # noqa: E402
-from dask.sizeof import sizeof  # noqa: E402
-
-import bioxr  # noqa: E402
-from bioxr import verification  # noqa: E402
-from bioxr.bootstrap._stats import _Stats  # noqa: E402
+import bioxr
+from bioxr import verification
+from bioxr.bootstrap._stats import _Stats
 
 
 class Received:
@@ -84,6 +78,7 @@ def main() -> None:
     parser.add_argument("--collections", type=int, default=80)
     parser.add_argument("--chunk", type=int, default=4, help="collections per chunk")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-bootstrap", action="store_true", help="leave out the bootstrap statistics (not blockwise)")
     args = parser.parse_args()
     from distributed import Client, LocalCluster
 
@@ -95,8 +90,11 @@ def main() -> None:
     jobs = {
         "EER (rocch)": lambda c: verification.eer(c),
         "FNMR@FMR 1e-2, 1e-3": lambda c: verification.fnmr_at_fmr(c, [1e-2, 1e-3]),
+        "exact DET (corners)": lambda c: verification.det_curve(c),
         "bootstrap statistics": lambda c: _Stats(c, None, "subject"),
     }
+    if args.no_bootstrap:
+        del jobs["bootstrap statistics"]
     rows = {name: {} for name in jobs}
     results = {name: {} for name in jobs}
     with dask.config.set(scheduler="threads"):
@@ -130,6 +128,8 @@ def main() -> None:
         (t1, b1), (t2, b2), (t3, _) = (rows[name][k] for k in ("threads", "cluster", "memory"))
         same = len(set(results[name].values())) == 1
         print(f"{name:22s} {t1:7.1f} {b1 / nbytes:12.4f} {t2:9.1f} {b2 / nbytes:12.4f} {t3:10.1f} {str(same):>5s}")
+    if args.no_bootstrap:
+        return
     stats = _Stats(eager, None, "subject")
     held = sum(a.nbytes for a in vars(stats).values() if isinstance(a, np.ndarray))
     print(f"the bootstrap statistics themselves (grid {stats.grid.size} thresholds, {stats.n_units} subjects, "
