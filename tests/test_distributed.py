@@ -286,17 +286,25 @@ def big_cube():
     return bioxr.simulate.photohead(n_subjects=150, n_images=4, n_collections=7, seed=3, chunks=1)
 
 
-def test_client_receives_small_results_threaded(big_cube, monkeypatch):
-    """Everything dask.compute hands back to the caller, summed by dask's own sizeof."""
-    received = []
-    compute = dask.compute
+@pytest.fixture
+def received(monkeypatch):
+    """Sizes (dask's sizeof) of everything dask hands back to the caller: dask.compute, and dask.base.compute,
+    which ``.compute()`` and ``np.asarray(lazy)`` call."""
+    sizes = []
+    compute = dask.base.compute
 
     def counted(*args, **kwargs):
         out = compute(*args, **kwargs)
-        received.append(sizeof(out))
+        sizes.append(sizeof(out))
         return out
 
     monkeypatch.setattr(dask, "compute", counted)
+    monkeypatch.setattr(dask.base, "compute", counted)
+    return sizes
+
+
+def test_client_receives_small_results_threaded(big_cube, received):
+    """Everything dask hands back to the caller, summed by dask's own sizeof."""
     with dask.config.set(scheduler="threads"):
         res = verification.eer(big_cube)
     assert 0.1 < float(res.eer) < 0.4
@@ -316,18 +324,8 @@ def test_client_receives_small_results_distributed(big_cube, client):
     assert 0 < to_client < _bound(big_cube), (to_client, _bound(big_cube), big_cube.nbytes)
 
 
-def test_client_receives_small_results_for_the_det(big_cube, monkeypatch):
+def test_client_receives_small_results_for_the_det(big_cube, received):
     """The exact DET of a lazy cube: counts between the mated scores travel, never the scores."""
-    received = []
-    compute = dask.compute
-
-    def counted(*args, **kwargs):
-        out = compute(*args, **kwargs)
-        received.append(sizeof(out))
-        return out
-
-    monkeypatch.setattr(dask, "compute", counted)
-    monkeypatch.setattr(dask.base, "compute", counted)  # what .compute() and np.asarray(lazy) call
     with dask.config.set(scheduler="threads"):
         det = verification.det_curve(big_cube)
     n_mated = int(det.n_mated)
