@@ -1,18 +1,24 @@
 """The DET without a sort (issue 12, deliverable 4), side by side with the machine's limits.
 
 On 1e8 scores (1e5 probes x 1,000 references, 1e5 mated: the set-up of
-``benchmarks/run.py``), float64 and float32, in one process, best of 3
-after a warm-up (numba's compilation is in the warm-up):
+``benchmarks/run.py``), float64 and float32, in one process. Every case
+runs once per round, the rounds interleaved (a burst of load on the
+machine slows every case alike), after a warm-up round (numba's
+compilation is in the warm-up); the best round counts:
 
 - ``np.sort`` of all the scores and one ``np.sum`` pass: the limits;
 - the sort-based exact DET (``det_curve``, corners, through ``Pool.full``);
 - the counted DET (``Pool.between``) on the NumPy path and on the numba
-  path, and the kernel alone (``count_between``) on each;
+  path, and the kernel alone (``count_between``) on each; the numba kernel
+  on one thread and on all of the process's cores (the default);
 
-with the ratios new / ``np.sort`` (target <= 0.5) and new / ``np.sum``
-(target <= 30), and a check that every curve equals the sort-based one.
+with the ratios new / ``np.sort`` of the same array (target <= 0.5) and
+new / ``np.sum`` (target <= 30), and a check that every curve equals the
+sort-based one. Then the crossover: the DET of groups of 2**16 to 2**24
+cells (1,000 references), sorted and counted, for
+``bioxr.counting.MIN_BETWEEN_CELLS``.
 
-    python benchmarks/det_kernel.py [--small] [--repeat 3]
+    python benchmarks/det_kernel.py [--small] [--repeat 3] [--no-crossover]
 
 ``--small`` runs 1e6 scores (1e4 probes x 100 references) in seconds.
 """
@@ -39,26 +45,41 @@ def make(n_probes: int, n_refs: int, dtype, seed: int = 0) -> xr.DataArray:
     return bioxr.score_cube(scores.astype(dtype, copy=False), subject=subject, reference_subject=np.arange(n_refs))
 
 
-def best(fn, repeat: int) -> float:
-    fn()  # warm-up: page faults, numba's compilation
-    times = []
+def rounds(cases: dict, repeat: int) -> dict:
+    """Best time of each case over ``repeat`` interleaved rounds, after a warm-up round."""
+    for fn in cases.values():
+        fn()  # warm-up: page faults, numba's compilation
+    times = {label: [] for label in cases}
     for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        for label, fn in cases.items():
+            start = time.perf_counter()
+            fn()
+            times[label].append(time.perf_counter() - start)
+    return {label: min(t) for label, t in times.items()}
 
 
-def det(cube, *, between: bool, engine: str | None = None):
+def det(cube, *, between: bool, engine: str | None = None, threads: int | None = None):
     default = counting.MIN_BETWEEN_CELLS
-    counting.MIN_BETWEEN_CELLS = 1 << 18 if between else 1 << 62
+    counting.MIN_BETWEEN_CELLS = 0 if between else 1 << 62
     if engine:
         os.environ["BIOXR_KERNEL"] = engine
+    if threads:
+        os.environ["BIOXR_THREADS"] = str(threads)
     try:
         return verification.det_curve(cube)
     finally:
         os.environ.pop("BIOXR_KERNEL", None)
+        os.environ.pop("BIOXR_THREADS", None)
         counting.MIN_BETWEEN_CELLS = default
+
+
+def kernel(scores, mated, engine: str, threads: int | None = None):
+    if threads:
+        os.environ["BIOXR_THREADS"] = str(threads)
+    try:
+        return binning.count_between(scores, mated, minima=True, engine=engine)
+    finally:
+        os.environ.pop("BIOXR_THREADS", None)
 
 
 def run(n_probes: int, n_refs: int, dtype, repeat: int) -> None:
@@ -66,42 +87,71 @@ def run(n_probes: int, n_refs: int, dtype, repeat: int) -> None:
     scores = cube.data
     mated = np.unique(scores[np.arange(n_probes), np.arange(n_probes) % n_refs].astype(np.float64))
     name = np.dtype(dtype).name
-    print(f"\n{scores.size:.0e} {name} scores ({scores.nbytes / 2**30:.2f} GiB), {mated.size:.0e} distinct mated")
-    engines = ["numpy"] + (["numba"] if binning.engine_available("numba") else [])
+    print(f"\n{scores.size:.0e} {name} scores ({scores.nbytes / 2**30:.2f} GiB), {mated.size:.0e} distinct mated; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    numba = binning.engine_available("numba")
+    cores = binning._threads(scores.size)
     rows = {
         "np.sort of all scores": lambda: np.sort(scores, axis=None),
         "one np.sum pass": lambda: np.sum(scores),
         "det_curve, sort-based (Pool.full)": lambda: det(cube, between=False),
+        "count_between alone, NumPy path": lambda: kernel(scores, mated, "numpy"),
+        "det_curve, counted, NumPy path": lambda: det(cube, between=True, engine="numpy"),
     }
-    for engine in engines:
-        rows[f"count_between alone, {engine}"] = lambda e=engine: binning.count_between(
-            scores, mated, minima=True, engine=e)
-        rows[f"det_curve, counted (Pool.between), {engine}"] = lambda e=engine: det(cube, between=True, engine=e)
-    times = {label: best(fn, repeat) for label, fn in rows.items()}
+    if numba:
+        rows["count_between alone, numba, 1 thread"] = lambda: kernel(scores, mated, "numba", 1)
+        rows[f"count_between alone, numba, {cores} threads"] = lambda: kernel(scores, mated, "numba")
+        rows["det_curve, counted, numba, 1 thread"] = lambda: det(cube, between=True, engine="numba", threads=1)
+        rows[f"det_curve, counted, numba, {cores} threads"] = lambda: det(cube, between=True, engine="numba")
+    times = rounds(rows, repeat)
     sort, total = times["np.sort of all scores"], times["one np.sum pass"]
     print(f"| case ({name}) | time | / np.sort | / np.sum |")
     print("| --- | ---: | ---: | ---: |")
     for label, t in times.items():
         print(f"| {label} | {t:.3f} s | {t / sort:.2f}x | {t / total:.1f}x |")
     reference = det(cube, between=False)
-    for engine in engines:
-        same = reference.identical(det(cube, between=True, engine=engine))
-        new = times[f"det_curve, counted (Pool.between), {engine}"]
-        print(f"{engine}: counted DET equals the sort-based one: {same}; "
-              f"{new / sort:.2f}x np.sort (target <= 0.5: {'met' if new <= 0.5 * sort else 'missed'}), "
-              f"{new / total:.1f}x np.sum (target <= 30: {'met' if new <= 30 * total else 'missed'})")
+    checks = {"det_curve, counted, NumPy path": ("numpy", None)}
+    if numba:
+        checks["det_curve, counted, numba, 1 thread"] = ("numba", 1)
+        checks[f"det_curve, counted, numba, {cores} threads"] = ("numba", None)
+    for label, (engine, threads) in checks.items():
+        same = reference.identical(det(cube, between=True, engine=engine, threads=threads))
+        new = times[label]
+        print(f"{label}: equals the sort-based DET: {same}; {new / sort:.2f}x np.sort "
+              f"(target <= 0.5: {'met' if new <= 0.5 * sort else 'missed'}), {new / total:.1f}x np.sum "
+              f"(target <= 30: {'met' if new <= 30 * total else 'missed'})")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+def crossover(dtype, repeat: int, n_refs: int = 1000) -> None:
+    """The DET of one group, sorted and counted (default engine and threads), from 2**16 cells up."""
+    print(f"\ncrossover ({np.dtype(dtype).name}, {n_refs} references, one group; load average "
+          f"{os.getloadavg()[0]:.2f}):")
+    print("| cells | sorted | counted | counted / sorted |")
+    print("| ---: | ---: | ---: | ---: |")
+    for log2 in (16, 18, 20, 22, 23, 24):
+        cube = make(max(1, (1 << log2) // n_refs), n_refs, dtype, seed=log2)
+        t = rounds({"sorted": lambda: det(cube, between=False), "counted": lambda: det(cube, between=True)},
+                   repeat)
+        print(f"| {cube.size:,} | {t['sorted'] * 1e3:.1f} ms | {t['counted'] * 1e3:.1f} ms | "
+              f"{t['counted'] / t['sorted']:.2f}x |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true", help="1e6 scores instead of 1e8")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-crossover", action="store_true")
     args = parser.parse_args()
     shape = (10_000, 100) if args.small else (100_000, 1_000)
-    print(f"load average at start: {os.getloadavg()[0]:.2f} (2 cores); numpy {np.__version__}; "
-          f"numba: {'yes' if binning.engine_available('numba') else 'no'}")
+    print(f"load average at start: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores); numpy {np.__version__}; "
+          f"numba: {'yes' if binning.engine_available('numba') else 'no'}; "
+          f"MIN_BETWEEN_CELLS = 2**{counting.MIN_BETWEEN_CELLS.bit_length() - 1}")
     for dtype in (np.float64, np.float32):
         run(*shape, dtype, args.repeat)
+    if not args.no_crossover:
+        for dtype in (np.float64, np.float32):
+            crossover(dtype, max(args.repeat, 5))
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
 
 

@@ -112,6 +112,61 @@ def test_kernel_on_many_scores_with_dense_edges(engine):
     np.testing.assert_array_equal(got.lowest, lowest)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+def test_kernel_split_over_threads(engine, threads, monkeypatch):
+    # the compiled pass splits the scores over threads, each with its own records: the same counts
+    monkeypatch.setenv("BIOXR_THREADS", threads)
+    monkeypatch.setattr(binning, "_PIECE", 1000)  # many pieces, taken by the threads in turn
+    rng = bioxr.simulate._rng(bioxr.simulate._entropy(11), 0)
+    scores = np.round(rng.standard_normal((301, 97)), 3)  # ties with the edges
+    scores[12, 8], scores[25, 2], scores[300, 96] = np.nan, -np.inf, np.inf  # in pieces other than the first
+    edges = np.unique(np.round(rng.standard_normal(500) + 1.0, 3))
+    for values, negate in ((scores, False), (scores.astype(np.float32), True), (scores.T, False),
+                           (scores[:, ::2], True)):
+        got = count_between(values, edges, negate=negate, minima=True, engine=engine)
+        counts, at_edge, lowest, n_nan, n_inf = brute(values, edges, negate)
+        np.testing.assert_array_equal(got.counts, counts)
+        np.testing.assert_array_equal(got.at_edge, at_edge)
+        np.testing.assert_array_equal(got.lowest, lowest)
+        assert (got.n_nan, got.n_inf) == (n_nan, n_inf) == (1, 2)
+
+
+def test_counting_replaces_the_sort_only_with_the_compiled_kernel(monkeypatch):
+    # in memory, Pool.between counts when numba runs or an engine is asked for; NumPy's sort beats the NumPy path
+    monkeypatch.delenv("BIOXR_KERNEL", raising=False)
+    monkeypatch.setattr(counting, "MIN_BETWEEN_CELLS", 0)
+    values, index = bioxr._core.Grouped(bioxr.simulate.gaussian(n_subjects=30, seed=2), None).block(0)
+    kind = lambda **kw: type(counting.Pool.between(values, index, False, **kw)).__name__  # noqa: E731
+    assert binning.beats_sort() == binning.engine_available("numba")
+    assert kind() == ("_Counted" if binning.engine_available("numba") else "Pool")
+    assert kind(engine="numpy") == "_Counted"
+    monkeypatch.setattr(binning, "engine_available", lambda engine: engine == "numpy")
+    assert not binning.beats_sort() and kind() == "Pool"
+    monkeypatch.setenv("BIOXR_KERNEL", "numpy")
+    assert binning.beats_sort() and kind() == "_Counted"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_kernel_at_the_ends_of_the_edges(engine):
+    # scores below, at and above the first and last edges, infinities, -0.0, a single edge, no edge
+    up, down = np.nextafter(1.0, np.inf), np.nextafter(1.0, -np.inf)
+    values = np.array([-np.inf, -1e308, -1.0, -0.0, 0.0, 1e-300, 0.5, down, 1.0, 1.0, up, 2.0, 1e308, np.inf, np.nan])
+    for edges in ([0.0, 1.0], [1.0], [-0.0], [down, 1.0, up], [], [-1e308, 1e308], [0.0, 1.0, 1e308]):
+        edges = np.array(edges, dtype=np.float64)
+        for negate in (False, True):
+            e = np.unique(-edges) if negate else edges
+            for dtype in (np.float64, np.float32):
+                with np.errstate(over="ignore"):
+                    v = values.astype(dtype)
+                got = count_between(v, e, negate=negate, minima=True, engine=engine)
+                counts, at_edge, lowest, n_nan, n_inf = brute(v, e, negate)
+                np.testing.assert_array_equal(got.counts, counts)
+                np.testing.assert_array_equal(got.at_edge, at_edge)
+                np.testing.assert_array_equal(got.lowest, lowest)
+                assert (got.n_nan, got.n_inf) == (n_nan, n_inf)
+
+
 def test_engine_choice_and_bad_input(monkeypatch):
     monkeypatch.setenv("BIOXR_KERNEL", "numpy")
     assert binning._choose(None) == "numpy"
@@ -123,6 +178,9 @@ def test_engine_choice_and_bad_input(monkeypatch):
         count_between([1.0], [1.0, 0.0])
     with pytest.raises(ValueError, match="finite"):
         count_between([1.0], [0.0, np.inf])
+    monkeypatch.setenv("BIOXR_THREADS", "two")
+    with pytest.raises(ValueError, match="BIOXR_THREADS"):
+        binning._threads(10)
 
 
 # --------------------------------------------------------------------------

@@ -8,26 +8,33 @@ just above each mated score, the lowest score of each interval) without
 a sort.
 
 A score's interval is found through a coarse lookup: an affine map sends
-it to one of ``K`` buckets, a table gives the first edge of its bucket,
-and a comparison with that bucket's edges settles it exactly. The map is
-monotone, so a score in a bucket below an edge's is below the edge; the
-same float64 arithmetic maps edges and scores. Two implementations give
+it to one of ``K`` buckets (about two per edge), a table gives the first
+edge of its bucket, and a comparison with that bucket's edge settles it
+exactly. The map is monotone, so a score in a bucket below an edge's is
+below the edge, and a score equal to an edge shares its bucket; the same
+float64 arithmetic maps edges and scores. Two implementations give
 identical results:
 
-- ``"numba"`` (optional dependency, ``bioxr[fast]``): per block of 2**20
-  scores, a counting-sort scatter by region of buckets, then one update of
-  the bucket's 64-byte record per score, in cache; a bucket holding two
-  edges or more goes through an exact scan;
+- ``"numba"`` (optional dependency, ``bioxr[fast]``): one compiled pass;
+  each score reads its bucket's entry and updates one 32-byte record of
+  its interval (the edge, counts, lowest score); a bucket holding two
+  edges or more scans them. Float32 scores are read as they are (widened
+  to float64 one at a time), distance scores negated in the loop. From
+  the main thread a large pass splits over the process's cores, each
+  thread with its own records, taking pieces in turn;
 - ``"numpy"``: four buckets per edge counted with :func:`numpy.bincount`
   in blocks; only the scores that share a bucket with an edge are compared
   with the edges (:func:`numpy.searchsorted`).
 
-Measured (``benchmarks/det_kernel.py``): on 1e8 scores and 1e5 edges
-neither beats NumPy's vectorised ``np.sort`` on the project's machine, so
-:mod:`bioxr.counting` uses them only when asked (``MIN_BETWEEN_CELLS``).
+Measured (``benchmarks/det_kernel.py``, benchmarks/RESULTS.md): on 1e8
+float64 scores and 1e5 edges the numba pass takes about half the time of
+``np.sort``; the NumPy path is slower than the sort, so :mod:`bioxr.counting`
+counts instead of sorting in memory only with numba (:func:`beats_sort`,
+``MIN_BETWEEN_CELLS``).
 
 ``engine=None`` takes numba when it is importable; the environment
-variable ``BIOXR_KERNEL=numpy`` (or ``numba``) forces one.
+variable ``BIOXR_KERNEL=numpy`` (or ``numba``) forces one, and
+``BIOXR_THREADS`` sets the numba pass's threads.
 
 Scores of any dtype are compared as float64 (float32 and integers convert
 exactly, as :mod:`bioxr.counting` compares them), so the decisions are the
@@ -37,11 +44,13 @@ float64 ones of "accept when s >= t".
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Binned", "ENGINES", "count_between", "engine_available"]
+__all__ = ["Binned", "ENGINES", "beats_sort", "count_between", "engine_available"]
 
 ENGINES = ("numba", "numpy")
 _BLOCK = 1 << 20  # scores per block of the NumPy path (8 MiB of float64 per buffer)
@@ -83,6 +92,22 @@ def engine_available(engine: str) -> bool:
     if engine == "numpy":
         return True
     return _numba_kernel() is not None
+
+
+def beats_sort(engine: str | None = None) -> bool:
+    """True when counting a group in memory should replace its sort: the compiled kernel runs, or ``engine`` (or
+    ``BIOXR_KERNEL``) asks for one.
+
+    The NumPy path is slower than NumPy's own sort (``benchmarks/det_kernel.py``).
+
+    Examples
+    --------
+    >>> beats_sort("numpy")
+    True
+    """
+    if engine is not None or os.environ.get("BIOXR_KERNEL"):
+        return True
+    return engine_available("numba")
 
 
 def _choose(engine) -> str:
@@ -141,7 +166,7 @@ def count_between(values, edges, *, negate: bool = False, minima: bool = False, 
     counts = np.zeros(m + 1, dtype=np.int64)
     at_edge = np.zeros(m + 1, dtype=np.int64)
     lowest = np.full(m + 1, np.inf)
-    k, e0, scale = _buckets(edges, per_edge=1 if engine == "numba" else 4)
+    k, e0, scale = _buckets(edges, per_edge=2 if engine == "numba" else 4)
     if engine == "numba":
         return _numba(values, edges, k, e0, scale, bool(negate), bool(minima), counts, at_edge, lowest)
     lut = _lut(edges, k, e0, scale)
@@ -166,12 +191,13 @@ def _bucket_of(x: np.ndarray, e0: float, scale: float, k: int, out=None, negate=
     """Bucket of each value (float64 arithmetic, identical for edges and scores: the map is monotone)."""
     if work is None:
         work = np.empty(x.shape, dtype=np.float64)
-    if negate:
-        np.negative(x, out=work, dtype=np.float64)
-        np.subtract(work, e0, out=work)
-    else:
-        np.subtract(x, e0, out=work, dtype=np.float64)
-    np.multiply(work, scale, out=work)
+    with np.errstate(over="ignore"):  # a huge score's bucket is the last one all the same
+        if negate:
+            np.negative(x, out=work, dtype=np.float64)
+            np.subtract(work, e0, out=work)
+        else:
+            np.subtract(x, e0, out=work, dtype=np.float64)
+        np.multiply(work, scale, out=work)
     np.clip(work, -1.0, float(k), out=work)
     if out is None:
         out = np.empty(x.shape, dtype=np.intp)
@@ -261,53 +287,96 @@ def _numpy(values, edges, lut, k, e0, scale, negate, minima, counts, at_edge, lo
 
 # ------------------------------------------------------------------ numba path
 _KERNEL = []
+_MIN_SPLIT = 1 << 21  # scores from which the compiled pass splits over threads
+_PIECE = 1 << 22  # scores a thread takes at a time (32 MiB of float64)
+
+
+def _threads(n: int) -> int:
+    """Threads for a pass over ``n`` scores: the process's cores from the main thread, else one.
+
+    Inside a dask (or any other) worker thread the caller already runs in
+    parallel, so the pass stays on its thread. ``BIOXR_THREADS`` overrides.
+    """
+    forced = os.environ.get("BIOXR_THREADS")
+    if forced:
+        if not forced.strip().isdigit():
+            raise ValueError(f"BIOXR_THREADS={forced!r}; give a whole number of threads (1 or more).")
+        return max(1, int(forced))
+    if n < _MIN_SPLIT or threading.current_thread() is not threading.main_thread():
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8))
 
 
 def _numba(values, edges, k, e0, scale, negate, minima, counts, at_edge, lowest) -> Binned:
-    """Compiled passes over blocks of scores; each score updates one 64-byte record of its bucket.
+    """One compiled pass; each score reads its bucket's first interval and updates one interval record.
 
-    A record holds the bucket's first edge ``f`` (the lowest edge in it or
-    above it) and, of the bucket's scores, the count and lowest of those
-    below ``f``, the count equal to it, the count and lowest of those above
-    it. A bucket with two edges or more sends its scores to a slow exact
-    scan. The records then add up into the intervals.
+    ``first[b]`` is the number of edges in buckets below ``b`` (so the
+    score's interval is ``first[b]`` or, when it is at or above the edge
+    ``e[first[b]]``, the next one), or ``-1 - first[b]`` when bucket ``b``
+    holds two edges or more (an exact scan of them). Interval ``i``'s
+    record holds ``e[i]`` (NaN for the last interval: never reached, never
+    equal), its count of scores strictly above its left edge, its lowest
+    such score, and its count equal to the left edge. The pass splits over
+    threads (:func:`_threads`), each with its own records.
     """
     kernel = _numba_kernel()
     m = edges.size
     # the edges' buckets by the compiled map itself, so that the table and the scores' buckets agree exactly
-    lut = np.searchsorted(kernel.buckets(edges, e0, scale, float(k)), np.arange(k + 2), side="left").astype(np.int64)
-    padded = np.concatenate([edges, [np.inf]])
+    lut = np.searchsorted(kernel.buckets(edges, e0, scale, float(k)), np.arange(k + 2), side="left")
     multi = np.diff(np.concatenate([lut, [m]])) > 1  # the bucket holds two edges or more
-    rec = np.zeros((k + 2, 8))
-    rec[:, 0] = padded[lut]
-    rec[:, 1] = multi
-    rec[:, 3] = rec[:, 6] = np.inf
-    tally = np.zeros(2, dtype=np.int64)  # NaN, infinite
-    shift = max(0, int(np.log2(max(k, 1))) - 10)  # regions of 1,024 buckets: 64 KiB of records, in cache
-    hist = np.zeros(((k + 1) >> shift) + 2, dtype=np.int64)
-    size = 1 << 20
-    part_v, part_b = np.empty(size), np.empty(size, dtype=np.int32)
-    for chunk in _chunks(values, native=(np.float32, np.float64), size=size):
-        kernel(chunk, padded, lut, rec, e0, scale, float(k), negate, counts, at_edge, lowest, tally, shift, hist,
-               part_v, part_b)
-    single = ~multi
-    below, above = lut[single], lut[single] + 1
-    np.add.at(counts, below, rec[single, 2].astype(np.int64))
-    ok = above <= m
-    # above the last edge a bucket's "first edge" is the +inf pad: +inf scores equal it, in the last interval
-    counts[m] += int(rec[single, 4][~ok].sum())
-    np.add.at(counts, above[ok], (rec[single, 4] + rec[single, 5]).astype(np.int64)[ok])
-    np.add.at(at_edge, above[ok], rec[single, 4].astype(np.int64)[ok])
-    if minima:
-        np.minimum.at(lowest, below, rec[single, 3])
-        np.minimum.at(lowest, above[ok], rec[single, 6][ok])
+    first = np.where(multi, -1 - lut, lut).astype(np.int32 if m < 1 << 30 else np.int64)
+    padded = np.concatenate([edges, [np.inf]])
+    template = np.zeros((m + 1, 4))
+    template[:, 0] = padded
+    template[m, 0] = np.nan
+    template[:, 2] = np.inf
+    sign = -1.0 if negate else 1.0
+    n_threads = _threads(int(values.size))
+    pieces = _pieces(values, _PIECE if n_threads > 1 else 1 << 62)
+    lock = threading.Lock()
+
+    def work(piece):  # one thread's records: its first piece, then the next one left (balanced under load)
+        rec, tally = template.copy(), np.zeros(2, dtype=np.int64)  # NaN, infinite
+        while piece is not None:
+            kernel.run(piece, 0, piece.size, sign, e0, scale, float(k), first, padded, rec, tally)
+            with lock:
+                piece = next(pieces, None)
+        return rec, tally
+
+    if n_threads == 1:
+        parts = [work(next(pieces, None))]
     else:
-        lowest[:] = np.inf
+        with ThreadPoolExecutor(n_threads) as pool:
+            starts = [next(pieces, None) for _ in range(n_threads)]
+            parts = [job.result() for job in [pool.submit(work, piece) for piece in starts]]
+    rec, tally = parts[0]
+    for other, more in parts[1:]:
+        rec[:, 1] += other[:, 1]
+        rec[:, 3] += other[:, 3]
+        np.minimum(rec[:, 2], other[:, 2], out=rec[:, 2])
+        tally += more
+    at_edge[:] = rec[:, 3]
+    counts[:] = rec[:, 1]
+    counts += at_edge
+    if minima:
+        lowest[:] = rec[:, 2]
     return Binned(counts, at_edge, lowest, int(tally[0]), int(tally[1]))
 
 
+def _pieces(values: np.ndarray, size: int):
+    """The scores as 1-D float32 or float64 pieces of ``size``: views when contiguous, else converted copies."""
+    if values.dtype in (np.float32, np.float64) and (values.flags.c_contiguous or values.flags.f_contiguous):
+        flat = values.ravel(order="K")  # a view: the array is contiguous
+        return (flat[start : start + size] for start in range(0, flat.size, size))
+    return _chunks(values, native=(np.float32, np.float64), size=min(size, 1 << 22))
+
+
 def _numba_kernel():
-    """The compiled loop, or None without numba (compiled on first use, cached on disk)."""
+    """The compiled pass, or None without numba (compiled on first use, cached on disk)."""
     if _KERNEL:
         return _KERNEL[0]
     try:
@@ -317,87 +386,50 @@ def _numba_kernel():
         return None
 
     @numba.njit(cache=True, nogil=True)
-    def bucket(v, e0, scale, k):  # pragma: no cover
-        return np.intp(min(max((v - e0) * scale, -1.0), k)) + 1
-
-    @numba.njit(cache=True, nogil=True)
-    def regions(chunk, e0, scale, k, negate, tally, shift, hist):  # pragma: no cover
-        # 1. how many scores fall in each region of buckets
-        hist[:] = 0
+    def kernel(x, start, stop, sign, e0, scale, k, first, padded, rec, tally):  # pragma: no cover
+        m = padded.size - 1
         n_nan = 0
-        for j in range(chunk.size):
-            v = np.float64(chunk[j])
+        n_inf = 0
+        for j in range(start, stop):
+            v = np.float64(x[j]) * sign  # exact: float32 widens, negation is exact
             if v != v:
                 n_nan += 1
                 continue
-            hist[bucket(-v if negate else v, e0, scale, k) >> shift] += 1
+            # unsigned indices: no wrap-around test for negative ones in the hot loop
+            f = first[np.uintp(np.intp(min(max((v - e0) * scale, -1.0), k)) + 1)]
+            if f >= 0:  # at most one edge in the bucket, e[f] (the edges below f are in lower buckets)
+                fu = np.uintp(f)
+                edge = rec[fu, 0]
+                i = fu + np.uintp(v >= edge)
+                eq = v == edge
+            else:  # two or more: scan them (edges of higher buckets are above v)
+                s = -1 - f
+                while s < m and v >= padded[s]:
+                    s += 1
+                eq = s > 0 and v == padded[s - 1]
+                i = np.uintp(s)
+            n_inf += abs(v) == np.inf
+            if eq:
+                rec[i, 3] += 1.0
+            else:
+                rec[i, 1] += 1.0
+                if v < rec[i, 2]:
+                    rec[i, 2] = v
         tally[0] += n_nan
-
-    @numba.njit(cache=True, nogil=True)
-    def scatter(chunk, e0, scale, k, negate, tally, shift, hist, part_v, part_b):  # pragma: no cover
-        # 2. scores grouped by region (a counting-sort scatter), so that step 3 works in cache
-        total = 0
-        for c in range(hist.size):
-            n = hist[c]
-            hist[c] = total
-            total += n
-        n_inf = 0
-        for j in range(chunk.size):
-            v = np.float64(chunk[j])
-            if v != v:
-                continue
-            if negate:
-                v = -v
-            if abs(v) == np.inf:
-                n_inf += 1
-            b = bucket(v, e0, scale, k)
-            c = b >> shift
-            pos = hist[c]
-            hist[c] = pos + 1
-            part_v[pos] = v
-            part_b[pos] = b
         tally[1] += n_inf
-        return total
-
-    @numba.njit(cache=True, nogil=True)
-    def records(total, part_v, part_b, padded, lut, rec, counts, at_edge, lowest):  # pragma: no cover
-        # 3. each score into its bucket's record
-        m = counts.size - 1
-        for j in range(total):
-            v = part_v[j]
-            b = part_b[j]
-            f = rec[b, 0]
-            if rec[b, 1] == 0.0:  # at most one edge: branch-free updates of the bucket's record
-                lt = v < f
-                gt = v > f
-                rec[b, 2] += lt
-                rec[b, 4] += v == f
-                rec[b, 5] += gt
-                rec[b, 3] = min(rec[b, 3], v if lt else np.inf)
-                rec[b, 6] = min(rec[b, 6], v if gt else np.inf)
-                continue
-            i = lut[b]  # intervals below i end below the bucket; padded[i] is the bucket's first edge
-            while i < m and v >= padded[i]:
-                i += 1
-            counts[i] += 1
-            if i > 0 and v == padded[i - 1]:
-                at_edge[i] += 1
-            elif v < lowest[i]:
-                lowest[i] = v
-
-    def kernel(chunk, padded, lut, rec, e0, scale, k, negate, counts, at_edge, lowest, tally, shift, hist,
-               part_v, part_b):
-        regions(chunk, e0, scale, k, negate, tally, shift, hist)
-        total = scatter(chunk, e0, scale, k, negate, tally, shift, hist, part_v, part_b)
-        records(total, part_v, part_b, padded, lut, rec, counts, at_edge, lowest)
 
     @numba.njit(cache=True, nogil=True)
     def buckets(edges, e0, scale, k):  # pragma: no cover
         out = np.empty(edges.size, dtype=np.intp)
         for j in range(edges.size):
-            out[j] = bucket(edges[j], e0, scale, k)
+            out[j] = np.intp(min(max((edges[j] - e0) * scale, -1.0), k)) + 1
         return out
 
-    kernel.buckets = buckets
-    _KERNEL.append(kernel)
-    return kernel
+    compiled = _Compiled(kernel, buckets)
+    _KERNEL.append(compiled)
+    return compiled
+
+
+class _Compiled(NamedTuple):
+    run: object  # the pass over scores
+    buckets: object  # the map of edges to buckets, as the pass computes it
