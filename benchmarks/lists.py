@@ -12,6 +12,19 @@ within 3x ``np.sort``). Usage::
 
     python benchmarks/lists.py            # 1e7 trials among 2e5 samples
     python benchmarks/lists.py --n 1e6    # a quicker run
+
+A lazy list larger than memory: ``--lazy 1e8`` writes a partitioned Parquet
+dataset (one file per ``--file-rows`` trials, row groups of 1e6; each file
+holds its own probes, so no pair repeats across files), reads it with
+``read_long(..., chunks=1_000_000)`` and computes the EER and FNMR at FMR
+on dask's threaded scheduler, never loading the list: it prints the time
+of each step, the peak memory above the baseline against the list's size
+(what it would take in memory) and the bytes handed back to the client
+(``dask.sizeof`` of every ``dask.compute`` result) against the list.
+``--lazy 1e6 --check`` also reads the same rows in memory and compares::
+
+    python benchmarks/lists.py --lazy 1e8
+    python benchmarks/lists.py --lazy 2e6 --check
 """
 
 from __future__ import annotations
@@ -117,16 +130,157 @@ def stage(name: str, path: Path) -> dict:
     return out
 
 
+def make_parts(root: Path, n: int, file_rows: int, n_speakers: int, seed: int = 0) -> int:
+    """A partitioned Parquet dataset of ``n`` trials, written one file at a time (bounded memory); its bytes."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    speaker_of = rng.integers(0, n_speakers, 200_000)  # the references: 200,000 utterances
+    by_speaker = [np.flatnonzero(speaker_of == s) for s in range(n_speakers)]
+    offset = 0
+    for f in range(-(-n // file_rows)):
+        m = min(file_rows, n - f * file_rows)
+        n_probes = max(m // 500, 1)  # 500 trials per probe utterance: its own probes in each file
+        probe_speaker = rng.integers(0, n_speakers, n_probes)
+        probe = rng.integers(0, n_probes, m)
+        target = rng.random(m) < 0.1
+        ref = rng.integers(0, speaker_of.size, m)
+        sp = probe_speaker[probe[target]]
+        ref[target] = [by_speaker[s][rng.integers(len(by_speaker[s]))] for s in sp]
+        same = probe_speaker[probe] == speaker_of[ref]
+        score = rng.normal(0, 1, m) + 2.5 * same
+        key = probe.astype(np.int64) * speaker_of.size + ref
+        _, first = np.unique(key, return_index=True)
+        keep = np.sort(first)  # a trial list holds each pair once
+        table = pa.table({"probe_id": probe[keep] + offset + 10**9, "reference_id": ref[keep],
+                          "subject": probe_speaker[probe[keep]], "reference_subject": speaker_of[ref[keep]],
+                          "score": score[keep]})
+        pq.write_table(table, root / f"part-{f:05d}.parquet", row_group_size=1_000_000)
+        offset += n_probes
+    return sum(p.stat().st_size for p in root.iterdir())
+
+
+class _Received:
+    """Sum of dask.sizeof over every result dask hands back to the caller (as tests/test_lazy_lists.py)."""
+
+    def __init__(self):
+        import dask
+        import dask.base
+
+        self.sizes, self._saved = [], dask.base.compute
+
+    def __enter__(self):
+        import dask
+        import dask.base
+        from dask.sizeof import sizeof
+
+        base = self._saved
+
+        def counted(*args, **kwargs):
+            out = base(*args, **kwargs)
+            self.sizes.append(sizeof(out))
+            return out
+
+        dask.compute = dask.base.compute = counted
+        return self
+
+    def __exit__(self, *exc):
+        import dask
+        import dask.base
+
+        dask.compute = dask.base.compute = self._saved
+
+
+def lazy_stage(root: Path, check: bool) -> dict:
+    import dask
+
+    import bioxr  # noqa: F401  (imports before the baseline)
+    import bioxr.io
+    import pyarrow.parquet  # noqa: F401
+
+    _reset_peak()
+    base = _rss_mib()
+    out: dict = {"stage": "lazy"}
+    kw = dict(probe="probe_id", reference="reference_id", probe_subject="subject",
+              reference_subject="reference_subject", sample_ids=True, layout="list")
+    with dask.config.set(scheduler="threads"), _Received() as received:
+        t0 = time.perf_counter()
+        trials = bioxr.io.read_long(root, chunks=1_000_000, **kw)
+        out["read_s"] = time.perf_counter() - t0
+        out["read_client"] = sum(received.sizes)
+        out["n"] = int(trials.sizes["comparison"])
+        out["partitions"] = int(trials["score"].data.numblocks[0])
+        # what the list would take in memory: its arrays' bytes (object labels: 8 bytes a pointer, not counted)
+        out["list_mib"] = sum(v.dtype.itemsize * out["n"] for v in trials.variables.values()) / 2**20
+        results = {}
+        for name, call in (("eer", lambda d: bioxr.verification.eer(d)),
+                           ("fnmr_at_fmr", lambda d: bioxr.verification.fnmr_at_fmr(d, [1e-2, 1e-3]))):
+            received.sizes.clear()
+            t0 = time.perf_counter()
+            results[name] = call(trials)
+            out[f"{name}_s"] = time.perf_counter() - t0
+            out[f"{name}_client"] = sum(received.sizes)
+            out[f"{name}_passes"] = len(received.sizes)
+        out["eer"] = float(results["eer"].eer)
+        out["fnmr"] = [float(v) for v in results["fnmr_at_fmr"].fnmr.values]
+    out["peak_above_baseline_mib"] = _peak_mib() - base
+    if check:  # the same rows in memory: the same results
+        import xarray as xr
+
+        memory = trials.compute()
+        out["same"] = all(xr.Dataset.identical(call(memory), results[name]) for name, call in (
+            ("eer", lambda d: bioxr.verification.eer(d)),
+            ("fnmr_at_fmr", lambda d: bioxr.verification.fnmr_at_fmr(d, [1e-2, 1e-3]))))
+    return out
+
+
+def _lazy_main(n: int, file_rows: int, speakers: int, check: bool) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp, "trials")
+        t0 = time.perf_counter()
+        size = make_parts(root, n, file_rows, speakers)
+        print(f"partitioned Parquet: {n:,} trials in {len(list(root.iterdir()))} files, {size / 2**20:.0f} MiB, "
+              f"written in {time.perf_counter() - t0:.0f} s")
+        args = [sys.executable, __file__, "--stage", "lazy", "--path", str(root)] + (["--check"] if check else [])
+        run = subprocess.run(args, capture_output=True, text=True, check=True)
+        r = json.loads(run.stdout.strip().splitlines()[-1])
+    list_bytes = r["list_mib"] * 2**20
+    print(f"lazy list: {r['n']:,} comparisons in {r['partitions']} partitions; in memory its arrays would take "
+          f"{r['list_mib']:.0f} MiB (labels as int64)")
+    print(f"  read_long(..., chunks=1e6): every row checked in one pass, {r['read_s']:.1f} s; "
+          f"client received {r['read_client'] / 2**20:.1f} MiB = {r['read_client'] / list_bytes:.4f} of the list")
+    print(f"  EER (rocch) {r['eer']:.4%}: {r['eer_s']:.1f} s, {r['eer_passes']} computes, client received "
+          f"{r['eer_client'] / 2**20:.2f} MiB = {r['eer_client'] / list_bytes:.4f} of the list")
+    print(f"  FNMR at FMR 1e-2, 1e-3 {r['fnmr']}: {r['fnmr_at_fmr_s']:.1f} s, {r['fnmr_at_fmr_passes']} computes, "
+          f"client received {r['fnmr_at_fmr_client'] / 2**20:.2f} MiB = "
+          f"{r['fnmr_at_fmr_client'] / list_bytes:.4f} of the list")
+    print(f"  peak memory above baseline (read + EER + FNMR@FMR): {r['peak_above_baseline_mib']:.0f} MiB = "
+          f"{r['peak_above_baseline_mib'] / r['list_mib']:.3f}x the list")
+    if "same" in r:
+        print(f"  the same as the list read in memory: {r['same']}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=float, default=1e7, help="trials (default 1e7)")
     parser.add_argument("--samples", type=float, default=None, help="samples (default sqrt(n / 2.5e-4))")
     parser.add_argument("--speakers", type=int, default=4000)
+    parser.add_argument("--lazy", type=float, default=None, help="trials of a lazy partitioned list (e.g. 1e8)")
+    parser.add_argument("--file-rows", type=float, default=5e6, help="trials per Parquet file (--lazy)")
+    parser.add_argument("--check", action="store_true", help="--lazy: compare with the list read in memory")
     parser.add_argument("--stage", help=argparse.SUPPRESS)
     parser.add_argument("--path", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.stage == "lazy":
+        print(json.dumps(lazy_stage(Path(args.path), args.check)))
+        return
     if args.stage:
         print(json.dumps(stage(args.stage, Path(args.path))))
+        return
+    if args.lazy:
+        _lazy_main(int(args.lazy), int(args.file_rows), args.speakers, args.check)
         return
     n = int(args.n)
     n_samples = int(args.samples or np.sqrt(n / 2.5e-4))

@@ -649,7 +649,7 @@ def check_score_kind(obj) -> str | None:
         # an outcome cube (e.g. from candidate lists): the best non-mated score of a search is a maximum and may
         # well beat the mate of a weak matcher, so medians prove nothing; candidate lists check their rank column
         return None
-    groups = Grouped(obj, None)
+    groups = Grouped(obj, None, lazy=True)  # a lazy list: its passes run blockwise
     values, index = groups.block(0)
     mated, _ = mated_cells(values, index, groups.distance)
     from .counting import _skip

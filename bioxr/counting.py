@@ -51,10 +51,10 @@ __all__ = ["CellIndex", "Pool", "MIN_BETWEEN_CELLS", "MIN_WINDOW_CELLS", "mated_
 _BLOCK = 1 << 16  # elements per block of the extraction pass (512 KiB of float64)
 #: Below this many cells a group is simply sorted: a window would not pay.
 MIN_WINDOW_CELLS = 1 << 18
-#: From this many cells (in memory) :meth:`Pool.between` counts instead of sorting. Off by default: on
-#: the project's machine NumPy's vectorised sort is faster than the counting pass (benchmarks/det_kernel.py,
-#: benchmarks/RESULTS.md); set it to ``1 << 18`` where it is not.
-MIN_BETWEEN_CELLS = 1 << 62
+#: From this many cells (in memory) :meth:`Pool.between` counts instead of sorting, when the compiled
+#: kernel runs (numba, ``bioxr[fast]``) or an engine is asked for: the crossover with NumPy's sort on the
+#: project's machine (benchmarks/det_kernel.py, benchmarks/RESULTS.md). Without numba the sort is faster.
+MIN_BETWEEN_CELLS = 1 << 23
 
 
 class CellIndex:
@@ -217,10 +217,12 @@ class Pool:
         lazy group of :data:`MIN_WINDOW_CELLS` cells or more the counting
         runs blockwise where the blocks live (only ``3 (M + 1)`` numbers per
         block travel, and nothing is loaded whole); an in-memory group of
-        fewer than :data:`MIN_BETWEEN_CELLS` cells, or one without mated
-        scores, is sorted (:meth:`full`) instead.
+        fewer than :data:`MIN_BETWEEN_CELLS` cells, or without the compiled
+        kernel (:func:`bioxr._core.binning.beats_sort`), or one without
+        mated scores, is sorted (:meth:`full`) instead.
         """
-        if values.size < (MIN_WINDOW_CELLS if _is_lazy(values) else MIN_BETWEEN_CELLS):
+        lazy = _is_lazy(values)
+        if values.size < (MIN_WINDOW_CELLS if lazy else MIN_BETWEEN_CELLS) or not (lazy or binning.beats_sort(engine)):
             return cls.full(values, index, distance, cells)
         m, x = cells if cells is not None else mated_cells(values, index, distance)
         if m.size == 0 or not (np.isfinite(m).all() and np.isfinite(x).all()):
@@ -266,6 +268,28 @@ class Pool:
             pool = cls(kept, m, x, n_valid - m.size - x.size, lo, hi, n_above)
         pool.edges, pool.n_edges = np.asarray(edges, dtype=float), n_edges
         return pool
+
+    @classmethod
+    def windows(cls, values, index: CellIndex, distance: bool, bounds, cells) -> list:
+        """One :meth:`window` pool per ``(lo, hi)`` of ``bounds`` (finite ``lo``), from one pass over a lazy group.
+
+        Each pool is exactly :meth:`window`'s for its bounds (its scores and
+        counts); on a lazy group one blockwise pass serves every window (meant
+        for narrow ones: every block sends its scores in each). ``cells``: the
+        group's :func:`mated_cells`.
+        """
+        if not _is_lazy(values):
+            return [cls.window(values, index, distance, lo, hi, cells, need_scores=True) for lo, hi in bounds]
+        from ._core import blockwise
+
+        m, x = cells
+        raw = [((-hi, -lo) if distance else (lo, hi)) + (bool(np.isfinite(hi)),) for lo, hi in bounds]
+        pools = []
+        for (lo, hi), (kept, n_above, n_nan) in zip(bounds, blockwise.windows(values, raw, distance)):
+            n_valid = values.size - n_nan
+            pool = cls(_oriented(kept, distance), m, x, n_valid - m.size - x.size, lo, hi, n_above)
+            pools.append(pool)
+        return pools
 
     @classmethod
     def tail(cls, values: np.ndarray, index: CellIndex, distance: bool, *, share: float) -> "Pool":
@@ -471,15 +495,32 @@ class _Counted(Pool):
     thresholds = nonmated_tail = edge_false_matches = _needs_sort
 
 
-def strided_sample(values, distance: bool = False, size: int = 400_000, skip=None) -> np.ndarray:
+#: The strided sample of an in-memory group: about this many scores.
+SAMPLE_SIZE = 400_000
+#: A lazy group's sample: this share of its cells, at least :data:`LAZY_SAMPLE_MIN` scores and at most
+#: :data:`SAMPLE_SIZE`. The sample travels to the client whole; it only places the windows (whose answers are
+#: certified exact), so a smaller one costs at most a wider window, whose large blocks send counts anyway.
+LAZY_SAMPLE_SHARE = 1e-3
+LAZY_SAMPLE_MIN = 50_000
+
+
+def sample_size(values) -> int:
+    """How many scores :func:`strided_sample` draws from ``values`` by default (fewer for a lazy group)."""
+    if not _is_lazy(values):
+        return SAMPLE_SIZE
+    return int(min(SAMPLE_SIZE, max(LAZY_SAMPLE_MIN, int(values.size) * LAZY_SAMPLE_SHARE)))
+
+
+def strided_sample(values, distance: bool = False, size: int | None = None, skip=None) -> np.ndarray:
     """About ``size`` evenly strided scores, NaN dropped, similarity-oriented, sorted.
 
-    ``values`` is a NumPy array (any shape) or a 2-D dask array. ``skip``:
+    ``values`` is a NumPy array (any shape) or a 2-D dask array. ``size``
+    defaults to :func:`sample_size`. ``skip``:
     flat positions to leave out (an index's mated and excluded cells), so
     that the sample stands for the non-mated scores even where mated ones
     are many (a trial list with 10% target trials).
     """
-    stride = max(1, int(values.size) // size)
+    stride = max(1, int(values.size) // (sample_size(values) if size is None else size))
     skip = None if skip is None or not len(skip) else np.sort(np.asarray(skip, dtype=np.int64))
     if _is_lazy(values):  # each block draws its own share of the sample where it lives
         from ._core import blockwise
@@ -498,7 +539,7 @@ def strided_sample(values, distance: bool = False, size: int = 400_000, skip=Non
     return _sorted_sample(sample, distance)
 
 
-def cells_and_sample(values, index, distance: bool, size: int = 400_000):
+def cells_and_sample(values, index, distance: bool, size: int | None = None):
     """``(mated_cells(...), strided_sample(..., skip=_skip(index)))`` in one pass over a lazy group.
 
     The same arrays as the two calls; on a lazy group one blockwise pass
@@ -511,7 +552,7 @@ def cells_and_sample(values, index, distance: bool, size: int = 400_000):
 
     skip = _skip(index)
     skip = None if skip is None else np.sort(skip)
-    stride = max(1, int(values.size) // size)
+    stride = max(1, int(values.size) // (sample_size(values) if size is None else size))
     (m, x), sample = blockwise.gather_and_sample(values, index.mated, index.excluded, stride, skip)
     return _sorted_cells(m.astype(np.float64), x.astype(np.float64), distance), _sorted_sample(sample, distance)
 

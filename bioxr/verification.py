@@ -30,7 +30,7 @@ from . import conventions as _conventions
 from . import counting
 from . import eer as _eer
 from .counting import Pool, mated_cells, strided_sample
-from ._core import Grouped, check_targets, warn_if_reversed
+from ._core import Grouped, check_targets, tails, warn_if_reversed
 from .cube import ScoreCubeError
 
 __all__ = [
@@ -182,7 +182,7 @@ def error_rates(cube: xr.DataArray, threshold, *, dim=None, failure_policy: str 
     >>> bool((r.fmr.diff("threshold") <= 0).all())
     True
     """
-    groups = Grouped(cube, dim, failure_policy=failure_policy)
+    groups = Grouped(cube, dim, failure_policy=failure_policy, lazy=True)
     t = np.atleast_1d(np.asarray(threshold, dtype=float))
     if t.ndim != 1:
         raise ValueError("threshold must be a number or a 1-D sequence of numbers.")
@@ -289,7 +289,7 @@ def det_curve(cube: xr.DataArray, *, dim=None, points: str = "corners", failure_
     """
     if points not in CURVE_POINTS:
         raise ValueError(f"points={points!r}; choose 'corners' or 'all'.")
-    groups = Grouped(cube, dim, failure_policy=failure_policy)
+    groups = Grouped(cube, dim, failure_policy=failure_policy, lazy=True)
     pools = []
     for g, pool in _pools(groups, between=points == "corners"):
         groups.require(pool, g, "a DET curve")
@@ -394,14 +394,16 @@ def eer(
     'fvc2000'
     """
     method, ties = _conventions.eer_rule(method, convention)
-    groups = Grouped(cube, dim, failure_policy=failure_policy)
+    groups = Grouped(cube, dim, failure_policy=failure_policy, lazy=True)
     cols = ("eer", "threshold", "fmr", "fnmr", "false_matches", "false_nonmatches", "n_mated", "n_nonmated")
     out = np.empty((groups.n_groups, len(cols)))
     a, c, fte, fta = _iso_factors(groups)
     for g in range(groups.n_groups):
         values, index = groups.block(g)
         generalized = c != 1.0 or a != 0.0
-        if generalized or method == "fvc2000":  # the whole curve (transformed for generalized rates)
+        # fvc2000 reads the two points around the crossing: a window holds them (checked as for "interpolated"),
+        # which a lazy group uses; in memory the whole curve is sorted, as before
+        if generalized or (method == "fvc2000" and not counting._is_lazy(values)):
             pool = _finish(groups, Pool.full(values, index, groups.distance), g, index)
             groups.require(pool, g, "the EER")
             if g == 0 and not generalized:
@@ -685,7 +687,7 @@ def fnmr_at_fmr(
     """
     _conventions.check("fnmr_at_fmr", convention)
     targets = check_targets(fmr, "fmr")
-    groups = Grouped(cube, dim, failure_policy=failure_policy)
+    groups = Grouped(cube, dim, failure_policy=failure_policy, lazy=True)
     a, c, _, _ = _iso_factors(groups)
     raw = np.minimum(targets / c, 1.0)  # GFAR <= f  <=>  FMR <= f / c
     cols = ("fnmr", "threshold", "fmr", "false_matches", "false_nonmatches", "n_mated", "n_nonmated")
@@ -693,6 +695,15 @@ def fnmr_at_fmr(
     for g in range(groups.n_groups):
         values, index = groups.block(g)
         share = min(0.5, 1.5 * float(raw.max()) + 0.002) if convention != "pyeer" else 1.0
+        counted = None
+        if share < 0.5 and counting._is_lazy(values) and values.size >= counting.MIN_WINDOW_CELLS:
+            allowed = _allowed if convention != "bob" else _conventions.bob_allowed
+            counted = tails.fnmr_at_fmr_counted(values, index, groups, g, raw, convention, share, allowed,
+                                                lambda pool: _finish(groups, pool, g, index))
+        if counted is not None:  # a lazy group: counts at sampled scores, then a narrow window per target
+            for j, (t, fm_, fnm_, n_m, n_n) in enumerate(counted):
+                out[g, j] = (a + c * (fnm_ / n_m), t, c * (fm_ / n_n), fm_, fnm_, n_m, n_n)
+            continue
         while True:
             if share >= 1.0:  # pyeer's nearest FMR may lie anywhere: the whole curve
                 pool = _finish(groups, Pool.full(values, index, groups.distance), g, index)
@@ -763,7 +774,7 @@ def fmr_at_fnmr(cube: xr.DataArray, fnmr, *, dim=None, failure_policy: str = "ex
     True
     """
     targets = check_targets(fnmr, "fnmr")
-    groups = Grouped(cube, dim, failure_policy=failure_policy)
+    groups = Grouped(cube, dim, failure_policy=failure_policy, lazy=True)
     a, c, _, _ = _iso_factors(groups)
     raw = (targets - a) / c  # GFRR <= f  <=>  FNMR <= (f - a) / c
     cols = ("fmr", "threshold", "fnmr", "false_matches", "false_nonmatches", "n_mated", "n_nonmated")

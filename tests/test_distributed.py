@@ -94,7 +94,10 @@ def _calls(cube):
     return {
         "eer": lambda c: verification.eer(c),
         "eer interpolated": lambda c: verification.eer(c, method="interpolated"),
+        "eer pyeer": lambda c: verification.eer(c, convention="pyeer"),  # fvc2000: a window on a lazy cube
+        "eer bob": lambda c: verification.eer(c, convention="bob"),
         "fnmr_at_fmr": lambda c: verification.fnmr_at_fmr(c, [0.02, 0.005]),
+        "fnmr_at_fmr bob": lambda c: verification.fnmr_at_fmr(c, [0.02, 0.005, 1e-9], convention="bob"),
         "fmr_at_fnmr": lambda c: verification.fmr_at_fnmr(c, [0.05, 0.2]),
         "error_rates": lambda c: verification.error_rates(c, t),
         "det_curve": lambda c: verification.det_curve(c),  # corners counted between mated scores, blockwise

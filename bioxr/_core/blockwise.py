@@ -329,6 +329,34 @@ def window(values, bounds, limits, distance: bool, thresholds=None, blocks=None)
     return dict(out, kept=kept)
 
 
+# ------------------------------------------------------------------ several narrow windows in one pass
+def _windows_chunk(block, bounds_list, distance):
+    flat = _flat(block)
+    return [_scan(flat, *bounds, [], distance)[:3] for bounds in bounds_list]
+
+
+def _windows_combine(*parts):
+    if not parts:
+        return None
+    return [(_cat([p[w][0] for p in parts]), sum(p[w][1] for p in parts), sum(p[w][2] for p in parts))
+            for w in range(len(parts[0]))]
+
+
+def windows(values, bounds_list, distance: bool) -> list:
+    """The window pass for several windows at once: ``(kept, n_above, n_nan)`` per window, blockwise.
+
+    ``bounds_list`` holds ``(a0, b0, bounded)`` per window, as
+    :func:`window`'s ``bounds``; every block sends the scores of each window
+    (meant for narrow windows: a few scores each).
+    """
+    layout = Layout(values.chunks)
+    args = [(list(bounds_list), distance)] * layout.n_blocks
+    out = run(values, _windows_chunk, _windows_combine, args)
+    if out is None:
+        return [(np.empty(0), 0, 0) for _ in bounds_list]
+    return out
+
+
 class CountedPool(Pool):
     """A window pool whose largest blocks sent counts at given thresholds, not their scores.
 

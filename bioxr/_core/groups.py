@@ -12,6 +12,7 @@ from ..counting import CellIndex
 from ..cube import REFERENCE, SYSTEM, label_codes, pooled_dims, probe_dims, reduce_dims, score_kind, validate_score_cube
 from .checks import FAILURE_RULES, check_policy
 from .errors import ScoreCubeError
+from .partitions import LazyList, is_lazy_list
 
 # ------------------------------------------------------------------ grouping
 class ListIndex:
@@ -49,14 +50,22 @@ class Grouped:
         What to pool over: probe dims of a cube, or the ``probe_dims``
         cofactors of a list; the rest are kept.
     failure_policy : {"exclude", "nist", "iso"}
+    lazy : bool, keyword-only
+        Keep a dask-backed comparison list lazy: its groups are chunked
+        arrays and its index comes from one pass over the partitions
+        (:mod:`bioxr._core.partitions`), so callers whose passes run
+        blockwise (:mod:`bioxr.counting`) never load it. Default False: a
+        lazy list is loaded (for callers that need its arrays in memory).
+        A lazy cube stays lazy either way.
     """
 
-    def __init__(self, obj, dim, *, failure_policy: str = "exclude"):
+    def __init__(self, obj, dim, *, failure_policy: str = "exclude", lazy: bool = False):
         self.policy = check_policy(failure_policy)
         as_data(obj)
         self.form = "list" if isinstance(obj, xr.Dataset) else "cube"
+        self._lazy_list = None
         if self.form == "list":
-            self._init_list(obj, dim)
+            self._init_list(obj, dim, lazy)
         else:
             self._init_cube(obj, dim)
         self.distance = self.kind == "distance"
@@ -107,7 +116,7 @@ class Grouped:
         self.has_failures = bool((fe is not None and fe.any()) or (fa is not None and fa.any()))
 
     # -- a list ---------------------------------------------------------------
-    def _init_list(self, ds, dim):
+    def _init_list(self, ds, dim, lazy=False):
         ds = canonical(validate_comparison_list(ds, require_nonmated=False))
         self.kind = ds.attrs.get("score_kind", "similarity")
         candidates = tuple(d for d in ds.attrs.get("probe_dims", []) if d in ds.coords)
@@ -126,6 +135,12 @@ class Grouped:
         self.lazy = False
         self.n_ref = None
         self.has_subjects = has_subjects(ds)
+        self._ds = ds
+        if is_lazy_list(ds):
+            if lazy:
+                return self._init_lazy_list(ds)
+            ds = self._ds = _loaded(ds)  # every array in memory, once (not one compute per .values)
+            validate_comparison_list(ds, require_nonmated=False)
         score = np.asarray(ds["score"].values)
         mated = mated_flags(ds)
         selfc = self_flags(ds)
@@ -148,10 +163,18 @@ class Grouped:
         else:
             order, bounds = None, np.array([0, score.size])
         self._list = dict(score=score, mated=mated, self=selfc, failed=failed, order=order, bounds=bounds)
-        self._ds = ds
         self.kept_coords = {k: xr.Variable(k, u) for k, u in zip(self.kept, levels)}
         if self.kept:
             self.kept_coords.update(_dependent_coords(ds, self.kept, codes, levels))
+
+    def _init_lazy_list(self, ds):
+        where = f" (from {ds.attrs['source']})" if "source" in ds.attrs else ""
+        lazy = self._lazy_list = LazyList(ds, self.kept, where)
+        self.lazy = True
+        self.kept_shape, self.n_groups = lazy.shape, lazy.n_groups
+        self.has_failures = lazy.has_failures
+        self.kept_coords = {k: xr.Variable(k, u) for k, u in zip(self.kept, lazy.levels)}
+        self.kept_coords.update(lazy.dependent)
 
     def _take(self, name, g):
         a = self._list[name]
@@ -162,7 +185,10 @@ class Grouped:
 
     # -- per group ------------------------------------------------------------
     def block(self, g: int):
-        """The group's scores (NumPy, or dask for a lazy cube) and its :class:`CellIndex`."""
+        """The group's scores (NumPy; dask for a lazy cube, or a lazy list built with ``lazy=True``) and its index."""
+        if self._lazy_list is not None:
+            lazy = self._lazy_list
+            return lazy.values(g), ListIndex(lazy.index[0][g], lazy.index[1][g])
         if self.form == "list":
             values = self._take("score", g)
             mated = self._take("mated", g)
@@ -182,6 +208,8 @@ class Grouped:
         """Failed mated and failed non-mated comparisons of group ``g`` (self comparisons left out)."""
         if not self.has_failures:
             return 0, 0
+        if self._lazy_list is not None:
+            return self._lazy_list.failure_counts(g)
         if self.form == "list":
             failed = self._take("failed", g)
             mated = self._take("mated", g)
@@ -208,6 +236,7 @@ class Grouped:
         if not self.has_failures:
             return np.zeros(pos.size, dtype=bool)
         if self.form == "list":
+            self._require_loaded("failure flags at positions")
             return self._take("failed", g)[pos]
         fe = self._fe if self._fe is not None else np.zeros(self.n_ref, dtype=bool)
         out = fe[pos % self.n_ref]
@@ -239,7 +268,7 @@ class Grouped:
             refs = pd.DataFrame({"subject": np.asarray(cube["reference_subject"].values), "failed": fe})
             return refs, pd.DataFrame({"subject": subject, "failed": fa})
         ds = self._ds
-        tables = []
+        tables, sides = [], []
         for side, flag, keys, who in (
             ("references", "failed_enrolment", ("reference_id", "reference", "reference_subject"), "reference_subject"),
             ("probes", "failed_acquisition", ("probe_id", "probe", "subject"), "subject"),
@@ -247,6 +276,9 @@ class Grouped:
             key = [k for k in keys if k in ds.variables][:1]
             if side == "probes" and ds.attrs.get("probe_dims"):
                 key = [k for k in ds.attrs["probe_dims"] if k in ds.variables] or key
+            sides.append((key, who if who in ds.variables else None, flag if flag in ds.variables else None))
+            if self._lazy_list is not None:
+                continue
             frame = pd.DataFrame({k: np.asarray(ds[k].values) for k in key})
             codes = frame.groupby(key, sort=False).ngroup().to_numpy() if key else np.arange(ds.sizes[COMPARISON])
             n_units = int(codes.max()) + 1 if codes.size else 0
@@ -258,11 +290,22 @@ class Grouped:
                 first = np.unique(codes, return_index=True)[1]
                 subject = np.asarray(ds[who].values)[first]
             tables.append(pd.DataFrame({"subject": subject, "failed": failed}))
+        if self._lazy_list is not None:
+            if not all(key for key, _, _ in sides):  # no ids: every comparison is its own unit
+                return Grouped(_loaded(ds), None, failure_policy=self.policy).unit_failure_table()
+            if self._lazy_list.units is not None:  # one pass per Grouped (policy_attrs and the ISO factors ask)
+                return self._lazy_list.units
+            tables = self._lazy_list.unit_tables(sides)
+            for table, (_, who, _) in zip(tables, sides):
+                if who is not None:
+                    table["subject"] = np.asarray(table["subject"].to_numpy(), dtype=ds[who].dtype)
+            self._lazy_list.units = (tables[0], tables[1])
         return tables[0], tables[1]
 
     def probe_labels(self, g: int, name: str):
         """A function from flat positions in group ``g`` to the values of a probe-side coordinate."""
         if self.form == "list":
+            self._require_loaded("probe labels")
             if name not in self._ds.coords:
                 raise ValueError(f"by={name!r} is not a coordinate of the comparison list; its coordinates are "
                                  f"{sorted(map(str, self._ds.coords))}.")
@@ -273,6 +316,10 @@ class Grouped:
         rows = np.asarray(cube[name].broadcast_like(template).transpose(*order[:-1]).values).reshape(self.n_groups, -1)[g]
         n_ref = self.n_ref
         return lambda pos: rows[pos // n_ref]
+
+    def _require_loaded(self, what):
+        if self._lazy_list is not None:
+            raise NotImplementedError(f"{what} of a lazy comparison list: build Grouped(..., lazy=False).")
 
     def _take_values(self, name, g):
         a = np.asarray(self._ds[name].values)
@@ -309,6 +356,11 @@ class Grouped:
     def require_subjects(self, what: str) -> None:
         if not self.has_subjects:
             raise_no_subjects(what)
+
+
+def _loaded(ds: xr.Dataset) -> xr.Dataset:
+    """A lazy list with every array computed, in one pass over its partitions."""
+    return ds.compute()
 
 
 def raise_no_subjects(what: str):

@@ -113,20 +113,32 @@ def flag_column(src, col, column: str, locate) -> np.ndarray:
     return np.where(col.codes >= 0, truth[np.maximum(col.codes, 0)], False)
 
 
-def typed(col) -> np.ndarray:
-    """Values of a cofactor column: text from a text file as integers or floats when every cell is one."""
+def typed(col, force: str | None = None) -> np.ndarray:
+    """Values of a cofactor column: text from a text file as integers or floats when every cell is one.
+
+    ``force`` (``"int"``, ``"float"`` or ``"text"``; from :func:`typing_of` over every partition of a
+    partitioned read) types a text column as the whole column decided, whatever this part of it holds.
+    """
     if not isinstance(col, Labels):
         return np.asarray(col)
     u = col.uniques
     if col.missing == "" and not (col.codes < 0).any() and u.size and all(isinstance(v, str) for v in u):
+        if force == "text":
+            return col.values()
         text = u.astype(str)
-        for dtype in (np.int64, np.float64):
+        for dtype in {None: (np.int64, np.float64), "int": (np.int64,), "float": (np.float64,)}[force]:
             try:
                 return text.astype(dtype).take(col.codes)
             except (ValueError, OverflowError):
                 pass
         return col.values()
     return col.values()
+
+
+def typing_of(values) -> str | None:
+    """How :func:`typed` typed a text column: ``"int"``, ``"float"`` or ``"text"`` (None: not text)."""
+    kind = np.asarray(values).dtype.kind
+    return {"i": "int", "f": "float", "O": "text", "U": "text"}.get(kind)
 
 
 def _group_codes(values) -> np.ndarray:
@@ -198,8 +210,17 @@ def _consistent_flag(src, flags, codes, n, column, side, ids, locate) -> np.ndar
 
 def build(src, table, *, probe, reference, score, probe_subject=None, reference_subject=None,
           score_kind="similarity", missing=None, failure=None, failed_enrolment=None, failed_acquisition=None,
-          sample_ids=None, layout="auto", ids_are_samples_hint=True):
-    """A (probe, reference) cube or a comparison list from one-row-per-comparison columns."""
+          sample_ids=None, layout="auto", ids_are_samples_hint=True, partition=None):
+    """A (probe, reference) cube or a comparison list from one-row-per-comparison columns.
+
+    ``partition``: a dict when the table is one partition of a larger list
+    (:mod:`bioxr.io.partitioned`): a list is built without the checks that
+    need the whole list (mated and non-mated comparisons present), the
+    sample-id warning is left to the caller, and the dict receives what the
+    caller combines over partitions (ids with their subjects, flagged units,
+    cofactor typing); ``partition["typing"]`` forces how text cofactors are
+    typed.
+    """
     cols, locate = table.columns, table.locate
     check_options(src, layout=layout, sample_ids=sample_ids, missing=missing, failure=failure)
     wanted = {"probe": probe, "reference": reference, "score": score, "probe_subject": probe_subject,
@@ -285,7 +306,12 @@ def build(src, table, *, probe, reference, score, probe_subject=None, reference_
     r_in_p = pd.Index(pl.uniques).get_indexer(rl.uniques)
     same_row = r_in_p[rcode] == pcode
     attrs["n_self_comparisons"] = int(np.count_nonzero(same_row & ~np.isnan(scores))) if sample_ids else 0
-    if sample_ids is None and probe_subject is not None and reference_subject is not None and same_row.any():
+    if partition is not None:
+        first_same = int(np.argmax(same_row)) if same_row.any() else -1
+        partition.update(n_same_ids=int(np.count_nonzero(same_row)), first_same_id=None if first_same < 0 else (
+            q(pl.uniques[pcode[first_same]]), locate(first_same)),
+            probe_ids=(pl.uniques, subjects["probe"]), reference_ids=(rl.uniques, subjects["reference"]))
+    elif sample_ids is None and probe_subject is not None and reference_subject is not None and same_row.any():
         n_same = int(np.count_nonzero(same_row))
         warnings.warn(f"{src}: {n_same} comparison(s) pair a probe and a reference with the same id (first "
                       f"{q(pl.uniques[pcode[int(np.argmax(same_row))]])} at {locate(int(np.argmax(same_row)))}). "
@@ -301,6 +327,8 @@ def build(src, table, *, probe, reference, score, probe_subject=None, reference_
                                  "coordinate. Rename it, or name it as a label column (e.g. probe_subject='subject').")
     common = dict(src=src, scores=scores, pl=pl, rl=rl, subjects=subjects, cols=cols, others=others,
                   score_kind=score_kind, sample_ids=bool(sample_ids), locate=locate)
+    if partition is not None:
+        common["partition"] = partition
     if chosen == "cube":
         out = _as_cube(**common, fe_ref=fe_ref if failure is not None or failed_enrolment else None,
                        fa_probe=fa_probe if failure is not None or failed_acquisition else None, isolated=isolated)
@@ -357,7 +385,7 @@ def _as_cube(*, src, scores, pl, rl, subjects, cols, others, score_kind, sample_
 
 
 def _as_list(*, src, scores, pl, rl, subjects, cols, others, score_kind, sample_ids, locate, flags, fe_ref,
-             fa_probe, isolated, failure):
+             fa_probe, isolated, failure, partition=None):
     row_fe = flags.get("failed_enrolment")
     row_fa = flags.get("failed_acquisition")
     if failure:
@@ -385,13 +413,20 @@ def _as_list(*, src, scores, pl, rl, subjects, cols, others, score_kind, sample_
     subject = probe_ids if subjects["probe"] is pl.uniques else subjects["probe"].take(pcodes)
     ref_subject = ref_ids if subjects["reference"] is rl.uniques else subjects["reference"].take(rcodes)
     coords = {} if sample_ids else {"probe": probe_ids, "reference": ref_ids}
+    force = {} if partition is None else partition.get("typing") or {}
     for column in others:
-        coords[column] = rows(typed(cols[column]))
+        coords[column] = rows(typed(cols[column], force.get(column)))
+        if partition is not None:
+            partition.setdefault("typed", {})[column] = typing_of(coords[column]) if isinstance(
+                cols[column], Labels) else None
     fkw = {}
     for name, f, codes in (("failed_enrolment", row_fe, rl.codes), ("failed_acquisition", row_fa, pl.codes)):
         if f is not None:
             fkw[name] = rows(f)
             attrs[f"n_{name}s"] = int(len(np.unique(codes[f])))
+            if partition is not None:
+                ids = (rl if name == "failed_enrolment" else pl).uniques
+                partition.setdefault("flagged", {})[name] = ids[np.unique(codes[f])]
     # the Dataset comparison_list would build (tests check they are identical), built without xarray's
     # conversion of object arrays through pandas (seconds per column of 1e7 labels)
     score = rows(scores)
@@ -405,7 +440,8 @@ def _as_list(*, src, scores, pl, rl, subjects, cols, others, score_kind, sample_
                     attrs={"score_kind": score_kind, "form": "comparison list", "probe_dims": [],
                            "source": str(src)})
     try:
-        validate_comparison_list(ds)
+        whole = partition is None  # a partition may hold no mated (or no non-mated) comparison
+        validate_comparison_list(ds, require_mated=whole, require_nonmated=whole)
     except ValueError as err:
         raise ScoreFileError(str(err) if str(src) in str(err) else f"{src}: {err}") from err
     ds.attrs.update(attrs)

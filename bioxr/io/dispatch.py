@@ -110,7 +110,7 @@ def _number(cell: str) -> bool:
 
 def read_scores(path, *, format: str | None = None, columns: dict | None = None, score_kind: str | None = None,
                 missing: float | None = None, failure: float | None = None, layout: str = "auto",
-                sample_ids: bool | None = None, delimiter: str | None = None):
+                sample_ids: bool | None = None, delimiter: str | None = None, chunks: int | None = None):
     """Read any supported score file, choosing the reader by suffix, content or ``format=``.
 
     ``.csv``/``.tsv``: a matrix CSV when the header's first cell is empty, or
@@ -146,6 +146,10 @@ def read_scores(path, *, format: str | None = None, columns: dict | None = None,
         Long and bob files: see :func:`read_long`.
     delimiter : str, optional
         CSV text: one character, or ``"whitespace"``; default sniffed.
+    chunks : int, optional
+        Long tables only: read lazily into a dask-backed comparison list,
+        from a partitioned Parquet dataset (a directory), a glob or a list of
+        files; see :func:`read_long`.
 
     Returns
     -------
@@ -163,6 +167,9 @@ def read_scores(path, *, format: str | None = None, columns: dict | None = None,
     >>> trials.sizes["comparison"]
     4
     """
+    if chunks is not None:
+        return _read_lazy(path, format=format, columns=columns, score_kind=score_kind, missing=missing,
+                          failure=failure, layout=layout, sample_ids=sample_ids, delimiter=delimiter, chunks=chunks)
     if not isinstance(path, (str, Path)) or isinstance(path, str) and "\n" in path or not Path(path).is_dir():
         src = Source(path)
     else:  # a directory: a Zarr store, whatever its suffix
@@ -210,6 +217,18 @@ def read_scores(path, *, format: str | None = None, columns: dict | None = None,
     if layout not in ("auto", "cube"):
         raise ScoreFileError(f"{src or path}: layout={layout!r}; use 'auto', 'list' or 'cube'.")
     return cube
+
+
+def _read_lazy(path, *, format, columns, score_kind, missing, failure, layout, sample_ids, delimiter, chunks):
+    """``read_scores(..., chunks=)``: long tables in many parts, through :func:`read_long`."""
+    shown = path if not isinstance(path, (list, tuple)) else f"{len(path)} files"
+    if format not in (None, "csv", "long", "parquet"):
+        raise ScoreFileError(f"{shown}: chunks= reads long tables (CSV/TSV or Parquet, one row per comparison) "
+                             f"lazily; format={format!r} is read in memory: drop chunks=.")
+    fmt = {"long": "csv"}.get(format, format)
+    return read_long(path, **_long_keywords(shown, dict(columns or {})), score_kind=score_kind or "similarity",
+                     missing=missing, failure=failure, layout=layout, sample_ids=sample_ids, format=fmt,
+                     delimiter=delimiter, chunks=chunks)
 
 
 def _long_keywords(src, columns: dict) -> dict:

@@ -258,7 +258,7 @@ def read_long(path, *, probe: str = "probe", reference: str = "reference", score
               score_kind: str = "similarity", missing: float | None = None, failure: float | None = None,
               failed_enrolment: str | None = None, failed_acquisition: str | None = None,
               sample_ids: bool | None = None, layout: str = "auto", format: str | None = None,
-              delimiter: str | None = None):
+              delimiter: str | None = None, chunks: int | None = None):
     """Read a long-form table (CSV, TSV or Parquet): one row per comparison.
 
     Every column not named below is a cofactor. CSV text is parsed by
@@ -301,6 +301,21 @@ def read_long(path, *, probe: str = "probe", reference: str = "reference", score
         Default: from the suffix (``.csv``, ``.tsv``, ``.parquet``, ``.pq``).
     delimiter : str, optional
         One character, or ``"whitespace"``; default: sniffed.
+    chunks : int, optional
+        Read lazily, larger than memory: a comparison list whose every
+        variable is a dask array over ``comparison``, from a partitioned
+        Parquet dataset (a directory; Hive-style ``key=value`` folders
+        become columns), a glob (``"trials/*.csv"``) or a list of CSV/TSV/
+        Parquet files. A partition holds consecutive Parquet row groups of
+        one file, up to ``chunks`` rows (a row group is never split), or one
+        CSV file. The columns of every file are checked before anything
+        else is read, then every row in one pass where the partitions live
+        (only counts and distinct ids come back); errors name the file and
+        the row or line. The list equals the in-memory read of the same rows
+        (``attrs["source"]`` aside); ``failure=`` and ``layout="cube"`` are
+        refused, and a pair repeated in two partitions is not detected (see
+        :mod:`bioxr.io.partitioned`). Statistics run blockwise on it
+        (:mod:`bioxr.verification`), on any dask scheduler.
 
     Returns
     -------
@@ -325,6 +340,15 @@ def read_long(path, *, probe: str = "probe", reference: str = "reference", score
     >>> trials.sizes["comparison"], trials["sensor"].values.tolist()
     (3, ['s1', 's1', 's2'])
     """
+    if chunks is not None:
+        from .partitioned import read_partitioned
+
+        return read_partitioned(path, chunks=chunks, format=format, delimiter=delimiter, probe=probe,
+                                reference=reference, score=score, probe_subject=probe_subject,
+                                reference_subject=reference_subject, score_kind=score_kind, missing=missing,
+                                failure=failure, failed_enrolment=failed_enrolment,
+                                failed_acquisition=failed_acquisition, sample_ids=sample_ids,
+                                layout="list" if layout == "list" else layout)
     src = Source(path)
     if _long_format(src, format) == "parquet":
         table = _parquet_table(src)
