@@ -16,12 +16,26 @@ everything ``dask.compute`` (and ``dask.array.compute``, which xarray's
 sent to anyone but another worker (their ``transfer_outgoing_log``: the
 client's gathers), which also counts what xarray's ``.compute()`` pulls.
 
-    python benchmarks/scale_out.py [--collections 80] [--chunk 4]
+The bootstrap statistics of a lazy cube are counted blockwise
+(:mod:`bioxr._core.blockstats`): the client receives the statistics
+themselves (the mated scores, the counts per (threshold bin, subject
+pair)), plus for the default grid a sample of the non-mated scores and the
+scores of the few intervals holding the grid's exact quantiles. Those
+statistics are O(bins x pairs), independent of the number of scores;
+``--scale K`` also counts them on a cube of K times the collections
+(threaded scheduler only, in a child process whose peak memory is
+printed), so their share at scale is visible.
+
+    python benchmarks/scale_out.py [--collections 80] [--chunk 4] [--scale 4]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import resource
+import subprocess
+import sys
 import time
 
 import dask
@@ -66,10 +80,52 @@ def _clear(client):
     client.run(lambda dask_worker: dask_worker.transfer_outgoing_log.clear())
 
 
+STATS_FIELDS = ("grid", "units", "mated_errors", "attempts", "m_scores", "m_unit", "count_f32", "pair_a", "pair_c",
+                "bin_starts", "bin_ids")
+
+
 def _key(res):
-    if isinstance(res, _Stats):
-        return (float(res.mated_errors.sum()), float(res.attempts.sum()), res.grid.tobytes())
+    if isinstance(res, _Stats):  # every array of the statistics, byte for byte
+        digest = hashlib.sha256()
+        for name in STATS_FIELDS:
+            a = np.asarray(getattr(res, name))
+            digest.update(str(a.dtype).encode() + (a.astype(str) if a.dtype == object else a).tobytes())
+        return digest.hexdigest()
     return tuple(np.asarray(res[v].values).tobytes() for v in res.data_vars)
+
+
+def _held(stats) -> int:
+    """Bytes of the statistics' arrays (what the bootstrap keeps in memory)."""
+    return sum(a.nbytes for a in vars(stats).values() if isinstance(a, np.ndarray))
+
+
+def _peak_resident() -> int:
+    """This process's peak resident bytes: VmHWM (Linux; ``ru_maxrss`` would carry the parent's peak across exec)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _scale_child(args) -> None:
+    """In a child process: the bootstrap statistics of a cube with ``--scale`` times the collections, threaded."""
+    collections = args.collections * args.scale
+    lazy = bioxr.simulate.photohead(n_subjects=args.subjects, n_images=4, n_collections=collections, seed=args.seed,
+                                    chunks={"collection": args.chunk})
+    with dask.config.set(scheduler="threads"), Received() as got:
+        start = time.perf_counter()
+        stats = _Stats(lazy, None, "subject")
+        took = time.perf_counter() - start
+    peak = _peak_resident()
+    print(f"{collections} collections: {lazy.size / 1e6:.0f} M scores, {lazy.nbytes / 1e6:.0f} MB, "
+          f"{lazy.data.npartitions} chunks; bootstrap statistics (threaded) {took:.1f} s, client/cube "
+          f"{got.total / lazy.nbytes:.4f}, the statistics {_held(stats) / lazy.nbytes:.4f} x the cube "
+          f"({stats.count_f32.size / 1e6:.1f} M (bin, pair) counts, grid {stats.grid.size}), client/statistics "
+          f"{got.total / _held(stats):.3f}, peak resident {peak / 1e9:.2f} GB")
 
 
 def main() -> None:
@@ -78,8 +134,13 @@ def main() -> None:
     parser.add_argument("--collections", type=int, default=80)
     parser.add_argument("--chunk", type=int, default=4, help="collections per chunk")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--no-bootstrap", action="store_true", help="leave out the bootstrap statistics (not blockwise)")
+    parser.add_argument("--no-bootstrap", action="store_true", help="leave out the bootstrap statistics")
+    parser.add_argument("--scale", type=int, default=0,
+                        help="also the bootstrap statistics of a cube with this many times the collections (threaded)")
+    parser.add_argument("--scale-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.scale_child:
+        return _scale_child(args)
     from distributed import Client, LocalCluster
 
     shape = dict(n_subjects=args.subjects, n_images=4, n_collections=args.collections, seed=args.seed)
@@ -131,9 +192,16 @@ def main() -> None:
     if args.no_bootstrap:
         return
     stats = _Stats(eager, None, "subject")
-    held = sum(a.nbytes for a in vars(stats).values() if isinstance(a, np.ndarray))
+    held = _held(stats)
+    client = rows["bootstrap statistics"]["threads"][1]
     print(f"the bootstrap statistics themselves (grid {stats.grid.size} thresholds, {stats.n_units} subjects, "
-          f"{stats.count_f32.size / 1e6:.1f} M (bin, pair) counts): {held / nbytes:.3f} x the cube")
+          f"{stats.count_f32.size / 1e6:.1f} M (bin, pair) counts): {held / nbytes:.3f} x the cube; the client "
+          f"received {client / held:.3f} x the statistics (threaded)")
+    del eager, stats
+    if args.scale:
+        cmd = [sys.executable, __file__, "--scale-child", "--scale", str(args.scale), "--subjects", str(args.subjects),
+               "--collections", str(args.collections), "--chunk", str(args.chunk), "--seed", str(args.seed)]
+        subprocess.run(cmd, check=True)
 
 
 if __name__ == "__main__":

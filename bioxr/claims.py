@@ -418,13 +418,20 @@ def _fmr_row(obj, t, rates, claim, level, method, n_replicates, seed, failure_po
     k, n = float(rates["false_matches"]), float(rates["n_nonmated"])
     row = {"claim": claim, "errors": k, "trials": n, "units": np.nan, "probe_units": np.nan,
            "reference_units": np.nan}
-    scores = kind = None
+    top = kind = None
     if subjects:
-        scores, p, r, mated, kind = flat_comparisons(obj, failure_policy=failure_policy)
-        p, r = p[~mated], r[~mated]
-        row.update(units=float(np.unique(np.concatenate([p, r])).size), probe_units=float(np.unique(p).size),
-                   reference_units=float(np.unique(r).size))
-        scores = scores[~mated]
+        from ._core import blockstats
+
+        if blockstats.is_lazy(obj):  # blockwise: the subjects and the few highest scores, never the scores
+            summary = blockstats.nonmated_summary(obj, failure_policy, top=_BORROW)
+            row.update({k: float(summary[k]) for k in ("units", "probe_units", "reference_units")})
+            top, kind = summary["top"], summary["kind"]
+        else:
+            scores, p, r, mated, kind = flat_comparisons(obj, failure_policy=failure_policy)
+            p, r = p[~mated], r[~mated]
+            row.update(units=float(np.unique(np.concatenate([p, r])).size), probe_units=float(np.unique(p).size),
+                       reference_units=float(np.unique(r).size))
+            top = _highest(scores[~mated], kind)
     if method == "binomial":
         row.update(bound=float(binomial_upper_bound(k, n, level=level)), effective_trials=n,
                    zero_error_bound=float(zero_error_bound(n, level)),
@@ -432,7 +439,7 @@ def _fmr_row(obj, t, rates, claim, level, method, n_replicates, seed, failure_po
     else:
         from .bootstrap import bootstrap_curve
 
-        grid, borrow = _fmr_grid(scores, t, kind)
+        grid, borrow = _fmr_grid(top, t, kind)
         boot = bootstrap_curve(obj, thresholds=grid, n_replicates=n_replicates, level=2 * level - 1, seed=seed,
                                failure_policy=failure_policy)
         at = boot.sel(threshold=t)
@@ -449,11 +456,20 @@ def _fmr_row(obj, t, rates, claim, level, method, n_replicates, seed, failure_po
     return row
 
 
-def _fmr_grid(scores, t, kind):
-    """The claim's threshold and, for the zero-error count, a few more lenient ones with 10+ false matches."""
+def _highest(scores, kind) -> dict:
+    """The ``k``-th highest finite non-mated score (similarity orientation) for each ``k`` of ``_BORROW``."""
     sign = -1.0 if kind == "distance" else 1.0
     s = np.sort(sign * scores[np.isfinite(scores)])[::-1]
-    lenient = [sign * s[k - 1] for k in _BORROW if s.size >= k and s[k - 1] < sign * t]
+    return {k: s[k - 1] for k in _BORROW if s.size >= k}
+
+
+def _fmr_grid(top, t, kind):
+    """The claim's threshold and, for the zero-error count, a few more lenient ones with 10+ false matches.
+
+    ``top``: the ``k``-th highest non-mated scores (similarity orientation), :func:`_highest`.
+    """
+    sign = -1.0 if kind == "distance" else 1.0
+    lenient = [sign * v for v in top.values() if v < sign * t]
     return np.unique(np.r_[t, lenient]), bool(lenient)
 
 

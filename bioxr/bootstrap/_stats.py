@@ -42,7 +42,10 @@ def _counts(draws: np.ndarray, n_units: int) -> np.ndarray:
     return out
 
 
-def _default_grid(mated: np.ndarray, nonmated: np.ndarray, size: int = 200) -> np.ndarray:
+GRID_SIZE = 200  # quantiles of each kind in the default grid
+
+
+def _default_grid(mated: np.ndarray, nonmated: np.ndarray, size: int = GRID_SIZE) -> np.ndarray:
     """Every distinct score if few, else mated quantiles and log-spaced non-mated tail quantiles.
 
     Failed comparisons (scores of -inf) are never grid points.
@@ -52,19 +55,72 @@ def _default_grid(mated: np.ndarray, nonmated: np.ndarray, size: int = 200) -> n
     if scores.size <= 4 * size:
         return scores
     q_m = np.quantile(mated, np.linspace(0, 1, size))
-    fmr = np.geomspace(max(1.0 / max(nonmated.size, 1), 1e-7), 1.0, size)
-    q_n = np.quantile(nonmated, 1 - fmr)
+    q_n = np.quantile(nonmated, 1 - _fmr_levels(nonmated.size, size))
     return np.unique(np.concatenate([q_m, q_n]))
 
 
+def _fmr_levels(n_nonmated: int, size: int) -> np.ndarray:
+    return np.geomspace(max(1.0 / max(n_nonmated, 1), 1e-7), 1.0, size)
+
+
+def _lazy_grid(source, first: dict, size: int = GRID_SIZE) -> np.ndarray:
+    """:func:`_default_grid` of a lazy cube or list, the same array, without loading its scores.
+
+    The distinct scores come from the first pass when few; otherwise the
+    mated quantiles from the mated scores (which the first pass gathers)
+    and the non-mated ones from exact order statistics
+    (:meth:`bioxr._core.blockstats.LazyComparisons.order_statistics`),
+    interpolated as ``np.quantile`` does.
+    """
+    from .._core.blockstats import linear_quantiles
+
+    mated = first["m_scores"][np.isfinite(first["m_scores"])]
+    if first["distinct"] is not None:
+        scores = np.unique(np.concatenate([mated, first["distinct"]]))
+        if scores.size <= 4 * size:
+            return scores
+    q_m = np.quantile(mated, np.linspace(0, 1, size))
+    n = first["n_finite"]
+    q = 1 - _fmr_levels(n, size)
+    if n == 0 or first["stride"] == 1:  # the sample holds every finite non-mated score
+        q_n = np.quantile(first["sample"], q)
+    else:
+        q_n = linear_quantiles(lambda ranks: source.order_statistics(ranks, first["sample"], n), n, q)
+    return np.unique(np.concatenate([q_m, q_n]))
+
+
+def _check_thresholds(thresholds):
+    t = None if thresholds is None else np.atleast_1d(np.asarray(thresholds, dtype=float))
+    if t is not None and (t.ndim != 1 or np.isnan(t).any()):
+        raise ValueError("thresholds must be a 1-D sequence of numbers (no NaN).")
+    return t
+
+
 class _Stats:
-    """Per-unit sufficient statistics at a threshold grid."""
+    """Per-unit sufficient statistics at a threshold grid.
+
+    ``data`` in memory is flattened once (:func:`bioxr._core.flat_comparisons`);
+    a lazy (dask-backed) cube or list is reduced blockwise where its blocks
+    live (:mod:`bioxr._core.blockstats`), never loaded whole, with the same
+    statistics element for element.
+    """
 
     def __init__(self, data, thresholds, unit: str, failure_policy: str = "exclude"):
         if unit != "subject":
             raise ValueError("only unit='subject' is supported: subjects are what both sides share.")
-        scores, p_unit, r_unit, mated, self.kind = flat_comparisons(
-            data, failure_policy="exclude" if failure_policy == "iso" else failure_policy)
+        from .._core import blockstats
+
+        policy = "exclude" if failure_policy == "iso" else failure_policy
+        if blockstats.is_lazy(data):
+            self._init_lazy(data, thresholds, policy)
+        else:
+            self._init_memory(data, thresholds, policy)
+        self.iso = None
+        if failure_policy == "iso":
+            self.iso = self._iso_units(data)
+
+    def _init_memory(self, data, thresholds, policy):
+        scores, p_unit, r_unit, mated, self.kind = flat_comparisons(data, failure_policy=policy)
         sign = -1.0 if self.kind == "distance" else 1.0  # similarity orientation
         # units: the sorted union of subjects on both sides (the order of the data is no matter); int32 codes,
         # and every large temporary freed as soon as it is used: memory stays a few times the comparisons
@@ -82,45 +138,62 @@ class _Stats:
         del scores
         if m_scores.size == 0 or n_scores.size == 0:
             raise ValueError("the bootstrap needs both mated and non-mated comparisons.")
-        t = None if thresholds is None else np.atleast_1d(np.asarray(thresholds, dtype=float))
-        if t is not None and (t.ndim != 1 or np.isnan(t).any()):
-            raise ValueError("thresholds must be a 1-D sequence of numbers (no NaN).")
-        grid = _default_grid(m_scores, n_scores) if t is None else np.sort(sign * t)
-        self.grid = grid  # similarity orientation, ascending
-        self.thresholds = sign * grid
-        k = grid.size
-        # mated: errors (score < t) of unit i at grid point j, i.e. j >= b
-        b = np.searchsorted(grid, m_scores, side="right")
-        hist = np.zeros((self.n_units, k + 1), dtype=np.float32)
-        np.add.at(hist, (m_unit, b), 1.0)
-        self.mated_errors = np.cumsum(hist, axis=1)[:, :k]
-        del hist
-        self.attempts = np.bincount(m_unit, minlength=self.n_units).astype(np.float32)
-        self.m_scores, self.m_unit = m_scores, m_unit
+        t = _check_thresholds(thresholds)
+        self._set_grid(_default_grid(m_scores, n_scores) if t is None else np.sort(sign * t), sign)
+        self._set_mated(m_scores, m_unit)
         # non-mated: a false match (score >= t) at grid point j iff j < b; aggregate by (bin, pair)
-        u2 = np.int64(self.n_units) * self.n_units
-        key = np.searchsorted(grid, n_scores, side="right").astype(np.int64)
+        key = np.searchsorted(self.grid, n_scores, side="right").astype(np.int64)
         del n_scores
-        key *= u2
+        key *= np.int64(self.n_units) * self.n_units
         key += pu[nonmated].astype(np.int64) * self.n_units
         key += ru[nonmated]
         del pu, ru, nonmated
         # entries sorted by bin (then pair), so per-bin sums are one reduceat
         uniq, counts = np.unique(key, return_counts=True)
         del key
-        self.count_f32 = counts.astype(np.float32)
-        del counts
-        bins = uniq // u2
-        uniq -= bins * u2  # the pair
-        self.pair_a = (uniq // self.n_units).astype(np.int32)
-        self.pair_c = (uniq % self.n_units).astype(np.int32)
-        del uniq
-        self.bin_starts = np.flatnonzero(np.r_[True, bins[1:] != bins[:-1]])
-        self.bin_ids = bins[self.bin_starts]
-        del bins
-        self.iso = None
-        if failure_policy == "iso":
-            self.iso = self._iso_units(data)
+        self._set_pairs(uniq, counts)
+
+    def _init_lazy(self, data, thresholds, policy):
+        """The same statistics from blockwise passes: only they (and, for the default grid, a sample) travel."""
+        from .._core.blockstats import LazyComparisons
+
+        source = LazyComparisons(data, policy)
+        self.kind = source.kind
+        sign = source.sign
+        t = _check_thresholds(thresholds)
+        first = source.first_pass(grid=t is None, cap=4 * GRID_SIZE)
+        if first["m_scores"].size == 0 or first["n_nonmated"] == 0:
+            raise ValueError("the bootstrap needs both mated and non-mated comparisons.")
+        self._set_grid(_lazy_grid(source, first) if t is None else np.sort(sign * t), sign)
+        pairs = source.pair_counts(self.grid, first["m_unit"])
+        lut = pairs.pop("lut")
+        m_unit = first["m_unit"] if lut is None else lut[first["m_unit"]]
+        self.units = pairs.pop("units")
+        self.n_units = len(self.units)
+        self._set_mated(first["m_scores"], m_unit)
+        for name, value in pairs.items():
+            setattr(self, name, value)
+
+    def _set_grid(self, grid, sign):
+        self.grid = grid  # similarity orientation, ascending
+        self.thresholds = sign * grid
+
+    def _set_mated(self, m_scores, m_unit):
+        """Errors (score < t) of unit i at grid point j, i.e. j >= b; attempts per unit."""
+        k = self.grid.size
+        b = np.searchsorted(self.grid, m_scores, side="right")
+        hist = np.zeros((self.n_units, k + 1), dtype=np.float32)
+        np.add.at(hist, (m_unit, b), 1.0)
+        self.mated_errors = np.cumsum(hist, axis=1)[:, :k]
+        del hist
+        self.attempts = np.bincount(m_unit, minlength=self.n_units).astype(np.float32)
+        self.m_scores, self.m_unit = m_scores, m_unit
+
+    def _set_pairs(self, uniq, counts):
+        from .._core.blockstats import pairs_from_keys
+
+        for name, value in pairs_from_keys(uniq, counts, self.n_units).items():
+            setattr(self, name, value)
 
     # ------------------------------------------------------------ counts
     @property
@@ -290,9 +363,13 @@ class _Stats:
     # ------------------------------------------------------------ failures (policy "iso")
     def _iso_units(self, data):
         """Per subject: references, failed references, probes, failed probes (for FTE_b and FTA_b)."""
+        import inspect
+
         from .._core import Grouped
 
-        groups = Grouped(data, None, failure_policy="iso")
+        # a lazy list's unit table comes from a pass over its partitions (bioxr._core.partitions), not loaded
+        lazy = {"lazy": True} if "lazy" in inspect.signature(Grouped).parameters else {}
+        groups = Grouped(data, None, failure_policy="iso", **lazy)
         if not groups.has_failures:
             return None
         index = pd.Index(self.units)

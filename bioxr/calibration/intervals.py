@@ -104,6 +104,7 @@ class _Bootstrap:
     """Flat comparisons, their runs and per-unit sums: the statistics of any weighting of the subjects."""
 
     def __init__(self, obj, failure_policy: str, scheme: str, cuts=(), llr: bool = False):
+        # every comparison one by one (PAV, runs of tied scores): a lazy cube or list is loaded here, whole
         scores, p_unit, r_unit, mated, kind = flat_comparisons(obj, failure_policy=failure_policy)
         if kind == "distance":
             scores = -scores  # failures (+inf distances under "nist") become -inf
@@ -245,6 +246,11 @@ def dcf_interval(obj, *, p_target=0.01, c_miss=1.0, c_fa=1.0, llr: bool = False,
     above the (optimistic) sample value; weighting, correction and the
     measured coverage: module docstring.
 
+    Every replicate reruns the exact minimum over all the comparisons'
+    scores, so a lazy (dask-backed) cube or list is loaded into memory
+    (every score with its subjects, as float64), unlike the counting
+    statistics of :mod:`bioxr.bootstrap`.
+
     Parameters
     ----------
     obj : xarray.DataArray or xarray.Dataset
@@ -314,7 +320,9 @@ def cllr_interval(obj, *, llr: bool = False, n_replicates: int = 2000, level: fl
     is scored on, so a sample's minCllr is optimistic: its percentile
     interval is first shifted for that optimism (``min_cllr_bias``), as in
     :func:`dcf_interval`. A minCllr of 0 (perfect separation) has no
-    interval: NaN bounds, and ``min_cllr_bound_kind`` says so.
+    interval: NaN bounds, and ``min_cllr_bound_kind`` says so. PAV needs
+    every score in order, so a lazy (dask-backed) cube or list is loaded
+    into memory (every score with its subjects, as float64).
 
     With ``interval="corrected"`` (default) both intervals are then widened
     to their union with the calibrated bootstrap-t interval (as the FMR's

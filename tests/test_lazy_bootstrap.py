@@ -1,0 +1,375 @@
+"""The subject bootstrap on lazy cubes and lists: statistics counted blockwise, equal to in memory.
+
+:class:`bioxr.bootstrap._stats._Stats` on a dask-backed cube or comparison
+list runs the passes of :mod:`bioxr._core.blockstats` where the blocks live
+(the mated scores, the (bin, pair) counts merged in a tree, exact order
+statistics for the default grid) and must hold the in-memory arrays
+element for element, dtypes included; the public bootstrap functions then
+give identical results. Cubes with odd, single and irregular chunks and
+chunks along ``reference``, lists in partitions of 7 and more, the three
+failure policies; the bytes that reach the client are bounded by the
+statistics' own size; one case on a LocalCluster.
+
+``cmc_interval`` loads a lazy cube (its ranks need every score of a probe):
+it is checked for equal results only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+dask = pytest.importorskip("dask")
+
+from dask.sizeof import sizeof  # noqa: E402
+
+import bioxr  # noqa: E402
+from bioxr import bootstrap, failures  # noqa: E402
+from bioxr._core import blockstats  # noqa: E402
+from bioxr.bootstrap._stats import _Stats  # noqa: E402
+from bioxr.claims import claim_test  # noqa: E402
+
+pytestmark = [pytest.mark.filterwarnings("ignore::ResourceWarning"),
+              pytest.mark.filterwarnings("ignore::bioxr._core.errors.FewReplicatesWarning")]
+
+FIELDS = ("grid", "thresholds", "units", "mated_errors", "attempts", "m_scores", "m_unit", "count_f32", "pair_a",
+          "pair_c", "bin_starts", "bin_ids")
+POLICIES = ("exclude", "nist", "iso")
+T = [-0.5, 0.3, 1.0, 2.0]  # explicit thresholds (similarity cubes; a distance cube takes them as distances)
+
+
+@pytest.fixture(autouse=True)
+def threads():
+    with dask.config.set(scheduler="threads"):
+        yield
+
+
+def _photohead():
+    return bioxr.simulate.photohead(n_subjects=40, n_images=3, n_collections=5, seed=5)  # float32, continuous
+
+
+def _distance():
+    """Distance scores with ties (few distinct: the grid is every score), NaN and self comparisons."""
+    cube = bioxr.simulate.all_against_all(60, 4, seed=2)
+    values = -np.round(cube.values, 1)
+    values[np.random.default_rng(0).random(values.shape) < 0.03] = np.nan
+    return cube.copy(data=values).assign_attrs(score_kind="distance")
+
+
+def _ties():
+    """Distances with many distinct values and heavy ties (the order statistics fall on tied runs), NaN, self."""
+    cube = bioxr.simulate.all_against_all(60, 4, seed=2)
+    values = -np.round(cube.values * 40) / 40
+    values[np.random.default_rng(1).random(values.shape) < 0.03] = np.nan
+    return cube.copy(data=values).assign_attrs(score_kind="distance")
+
+
+def _marked():
+    """Failed enrolments and acquisitions (NaN and flagged), a similarity cube."""
+    cube = _photohead()
+    rng = np.random.default_rng(1)
+    fe = rng.random(cube.sizes["reference"]) < 0.05
+    fa = xr.DataArray(rng.random((cube.sizes["subject"], cube.sizes["image"])) < 0.05, dims=("subject", "image"))
+    return failures.mark_failures(cube, enrolment=fe, acquisition=fa)
+
+
+CUBES = {"photohead": _photohead, "distance": _distance, "ties": _ties, "marked": _marked}
+CHUNKS = {
+    "photohead": {"odd": {"collection": 2, "subject": 13}, "single": {},
+                  "irregular+reference": {"collection": (1, 3, 1), "reference": (7, 50, 63)}},
+    "distance": {"odd": {"probe": 97, "reference": 131}, "single": {},
+                 "irregular+reference": {"probe": (1, 120, 119), "reference": (239, 1)}, "reference only": {"reference": 31}},
+    "ties": {"odd": {"probe": 37, "reference": 53}},
+    "marked": {"odd": {"collection": 2, "subject": 13}, "irregular+reference": {"collection": (1, 3, 1),
+                                                                               "reference": (7, 50, 63)}},
+}
+CASES = [(c, k) for c in CHUNKS for k in CHUNKS[c]]
+_MADE = {}
+
+
+def _cube(name):
+    if name not in _MADE:
+        _MADE[name] = CUBES[name]()
+    return _MADE[name]
+
+
+def assert_same_stats(got: _Stats, want: _Stats, what: str = ""):
+    for name in FIELDS:
+        x, y = getattr(got, name), getattr(want, name)
+        assert x.dtype == y.dtype, (what, name, x.dtype, y.dtype)
+        np.testing.assert_array_equal(x, y, err_msg=f"{what}: {name}")
+    assert (got.n_units, got.kind) == (want.n_units, want.kind), what
+    assert (got.iso is None) == (want.iso is None), what
+    for x, y in zip(got.iso or (), want.iso or ()):
+        np.testing.assert_array_equal(x, y, err_msg=f"{what}: iso")
+
+
+# ------------------------------------------------------------------ np.quantile, bit for bit
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(values=st.lists(st.floats(-1e6, 1e6, allow_nan=False, width=32) | st.sampled_from([0.0, -0.0, 1.5, 3.0]),
+                       min_size=1, max_size=60),
+       q=st.lists(st.floats(0, 1) | st.sampled_from([0.0, 0.5, 1.0, 1 - 1e-7]), min_size=1, max_size=12))
+def test_linear_quantiles_are_numpys_bit_for_bit(values, q):
+    x, q = np.asarray(values, dtype=np.float64), np.asarray(q)
+    got = blockstats.linear_quantiles(lambda ranks: np.sort(x)[ranks], x.size, q)
+    want = np.quantile(x, q)
+    np.testing.assert_array_equal(got, want)
+    assert got[got != 0].tobytes() == want[want != 0].tobytes()  # bit for bit (a zero's sign may differ: equal values)
+
+
+def test_the_default_grid_quantiles_are_numpys_on_the_fmr_levels():
+    rng = np.random.default_rng(0)
+    from bioxr.bootstrap._stats import _fmr_levels
+
+    for n in (1, 2, 3, 10, 1001, 54321):
+        x = rng.normal(size=n)
+        q = 1 - _fmr_levels(n, 200)
+        got = blockstats.linear_quantiles(lambda ranks: np.sort(x)[ranks], n, q)
+        assert got.tobytes() == np.quantile(x, q).tobytes(), n
+
+
+# ------------------------------------------------------------------ the statistics
+@pytest.mark.parametrize("name,chunking", CASES)
+def test_lazy_cube_statistics_equal_in_memory(name, chunking):
+    cube = _cube(name)
+    lazy = cube.chunk(CHUNKS[name][chunking] or -1)
+    assert lazy.chunks is not None
+    for policy in POLICIES:
+        for t in (None, T):
+            want = _Stats(cube, t, "subject", policy)
+            got = _Stats(lazy, t, "subject", policy)
+            assert_same_stats(got, want, f"{name} {chunking} {policy} thresholds={t}")
+
+
+@pytest.mark.parametrize("name", ["photohead", "ties", "marked"])
+@pytest.mark.parametrize("chunk", [4001, None])
+def test_lazy_list_statistics_equal_in_memory(name, chunk):
+    trials = bioxr.to_comparisons(_cube(name))
+    order = np.random.default_rng(2).permutation(trials.sizes["comparison"])  # the order of a list is no matter
+    trials = trials.isel(comparison=order)
+    lazy = trials.chunk({"comparison": chunk or trials.sizes["comparison"]})
+    assert blockstats.is_lazy(lazy)
+    for policy in POLICIES:
+        for t in (None, T):
+            assert_same_stats(_Stats(lazy, t, "subject", policy), _Stats(trials, t, "subject", policy),
+                              f"list {name} {chunk} {policy} thresholds={t}")
+
+
+def _small_list(seed=0, n=400):
+    """A sparse trial list of a few hundred comparisons with ties, NaN failures and self comparisons."""
+    rng = np.random.default_rng(seed)
+    subjects = np.array([f"s{i}" for i in range(9)])
+    p, r = rng.choice(subjects, n), rng.choice(subjects, n)
+    p[: n // 4] = r[: n // 4]  # a quarter mated
+    score = np.round(rng.normal(size=n) + 2.0 * (p == r), 1)
+    fe = rng.random(n) < 0.05
+    ids = np.arange(n)
+    rid = np.where(rng.random(n) < 0.03, ids, -1 - ids)  # a few self comparisons
+    return bioxr.comparison_list(np.where(fe, np.nan, score), subject=p, reference_subject=r,
+                                 probe_id=ids, reference_id=rid, failed_enrolment=fe)
+
+
+@pytest.mark.parametrize("chunk", [7, 64])
+def test_small_partitions_and_ties(chunk):
+    trials = _small_list()
+    for policy in POLICIES:
+        for t in (None, [0.0, 1.0, 2.5]):
+            assert_same_stats(_Stats(trials.chunk({"comparison": chunk}), t, "subject", policy),
+                              _Stats(trials, t, "subject", policy), f"{chunk} {policy} {t}")
+
+
+@pytest.mark.parametrize("margin,sample_min", [(0.0, 16), (blockstats.MARGIN, 64)])
+def test_order_statistics_are_exact_whatever_the_sample(monkeypatch, margin, sample_min):
+    """A tiny sample and no margin: the intervals gathered grow, the quantiles stay exact (a cube sorted along
+    its blocks makes the strided sample as unrepresentative as it gets)."""
+    monkeypatch.setattr(blockstats, "MARGIN", margin)
+    monkeypatch.setattr(blockstats, "SAMPLE_MIN", sample_min)
+    monkeypatch.setattr(blockstats, "SAMPLE_FACTOR", 1)
+    cube = _photohead()
+    ordered = cube.copy(data=np.sort(cube.values, axis=-1))
+    for c in (cube, ordered):
+        lazy = c.chunk({"collection": 2, "reference": 50})
+        source = blockstats.LazyComparisons(lazy)
+        assert source.sample_stride() > 1  # the order statistics come from the count and gather passes
+        assert_same_stats(_Stats(lazy, None, "subject"), _Stats(c, None, "subject"))
+
+
+def test_other_engines_read_block_by_block(monkeypatch):
+    """A cube whose engine has no dask graph is read one block at a time through its chunk manager: same arrays."""
+    managers = []
+    compute = blockstats.LazyComparisons._run_local
+
+    def spy(self, *args):
+        from bioxr._core.blockwise import _manager
+
+        managers.append(type(_manager(self.values)).__name__)
+        return compute(self, *args)
+
+    monkeypatch.setattr(blockstats.LazyComparisons, "by_blocks", True)
+    monkeypatch.setattr(blockstats.LazyComparisons, "_run_local", spy)
+    cube = _marked()
+    for policy in POLICIES:
+        assert_same_stats(_Stats(cube.chunk({"collection": 2, "reference": 50}), None, "subject", policy),
+                          _Stats(cube, None, "subject", policy), policy)
+    assert managers and set(managers) == {"DaskManager"}
+
+
+def test_pairs_merged_by_sorting_equal_the_dense_merge(monkeypatch):
+    """Where the key space is too large for a dense array the partials are merged by sorting: the same counts."""
+    calls = []
+
+    def by_sorting(*parts, space):
+        calls.append(space)
+        return blockstats._merge_counts(*parts)
+
+    cube = _ties()
+    want = _Stats(cube, None, "subject")
+    monkeypatch.setattr(blockstats, "_merge_pairs", by_sorting)
+    assert_same_stats(_Stats(cube.chunk({"probe": 37, "reference": 53}), None, "subject"), want)
+    assert calls
+
+
+def test_few_distinct_scores_are_the_grid():
+    cube = _distance()
+    want = _Stats(cube, None, "subject")
+    assert want.grid.size <= 800  # every distinct score (the self comparisons' left out)
+    assert set(want.grid) < set(np.unique(-cube.values[np.isfinite(cube.values)]))
+    assert_same_stats(_Stats(cube.chunk({"probe": 61}), None, "subject"), want)
+
+
+def test_subjects_with_no_counted_comparison_are_no_units():
+    """A subject whose scores are all NaN, as probe and as reference: left out of the units, as in memory."""
+    cube = _photohead()
+    values = cube.values.copy()
+    values[..., cube.reference_subject.values == cube.subject.values[1]] = np.nan
+    values[1] = np.nan
+    cube = cube.copy(data=values)
+    want = _Stats(cube, None, "subject")
+    assert want.n_units == cube.sizes["subject"] - 1 and cube.subject.values[1] not in want.units
+    assert_same_stats(_Stats(cube.chunk({"collection": 2, "subject": 7}), None, "subject"), want)
+
+
+# ------------------------------------------------------------------ the public functions
+CALLS = {
+    "bootstrap_curve": lambda d, p: bootstrap.bootstrap_curve(d, n_replicates=40, seed=1, failure_policy=p),
+    "bootstrap_replicates[two_level]": lambda d, p: bootstrap.bootstrap_replicates(
+        d, n_replicates=30, seed=1, two_level=True, failure_policy=p),
+    "fnmr_at_fmr_interval": lambda d, p: bootstrap.fnmr_at_fmr_interval(d, [0.01, 0.1], n_replicates=40, seed=2,
+                                                                       failure_policy=p),
+    "eer_interval": lambda d, p: bootstrap.eer_interval(d, n_replicates=40, seed=3, failure_policy=p),
+    "cmc_interval": lambda d, p: bootstrap.cmc_interval(d, max_rank=3, n_replicates=40, seed=4),  # loads the cube
+}
+
+
+@pytest.mark.parametrize("form", ["cube", "list"])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_bootstrap_functions_on_lazy_data_equal_in_memory(form, policy):
+    cube = _marked()
+    data = cube if form == "cube" else bioxr.to_comparisons(cube)
+    lazy = data.chunk({"collection": 2, "reference": 50} if form == "cube" else {"comparison": 3001})
+    for what, call in CALLS.items():
+        if what == "cmc_interval" and (form == "list" or policy != "exclude"):
+            continue
+        try:
+            want = call(data, policy)
+        except (ValueError, NotImplementedError) as err:
+            with pytest.raises(type(err)):
+                call(lazy, policy)
+            continue
+        got = call(lazy, policy)
+        try:
+            xr.testing.assert_identical(got, want)
+        except AssertionError as err:
+            raise AssertionError(f"{what} on a lazy {form}, policy {policy}: {err}") from None
+
+
+def test_claim_test_on_a_lazy_cube_equals_in_memory():
+    cube = _photohead()
+    lazy = cube.chunk({"collection": 2, "subject": 13})
+    kinds = []
+    for kw in (dict(fmr=0.01, threshold=2.5), dict(fmr=1e-6, threshold=6.0), dict(fmr=0.01, fnmr=0.2, threshold=2.0)):
+        want = claim_test(cube, n_replicates=100, **kw)
+        xr.testing.assert_identical(claim_test(lazy, n_replicates=100, **kw), want)
+        kinds += list(want["bound_kind"].values)
+    assert any("borrowed" in k for k in kinds), kinds  # a zero-error count used the highest non-mated scores
+
+
+def test_lazy_list_errors_are_the_in_memory_ones():
+    trials = _small_list()
+    bad = trials.assign(score=trials.score.where(trials.comparison != 5, np.inf))
+    with pytest.raises(bioxr.ScoreCubeError, match="infinite, first at comparison 5"):
+        _Stats(bad, None, "subject")
+    with pytest.raises(bioxr.ScoreCubeError, match="infinite, first at comparison 5"):
+        _Stats(bad.chunk({"comparison": 7}), None, "subject")
+    nan = trials.assign(score=trials.score.where(trials.comparison != 11)).drop_vars("failed_enrolment")
+    nan = nan.assign(score=nan.score.fillna(0.5).where(nan.comparison != 11))
+    for d in (nan, nan.chunk({"comparison": 7})):
+        with pytest.raises(bioxr.ScoreCubeError, match="no score \\(NaN\\), first at comparison 11"):
+            _Stats(d, None, "subject")
+    two = trials.assign_coords(system=("comparison", np.where(np.arange(trials.sizes["comparison"]) < 50, "a", "b")))
+    for d in (two, two.chunk({"comparison": 7})):
+        with pytest.raises(bioxr.ScoreCubeError, match="2 systems"):
+            _Stats(d, None, "subject")
+
+
+# ------------------------------------------------------------------ bytes to the client
+@pytest.fixture
+def received(monkeypatch):
+    """Sizes (dask's sizeof) of everything dask hands back: dask.compute, and dask.base.compute (``.compute()``)."""
+    sizes = []
+    compute = dask.base.compute
+
+    def counted(*args, **kwargs):
+        out = compute(*args, **kwargs)
+        sizes.append(sizeof(out))
+        return out
+
+    monkeypatch.setattr(dask, "compute", counted)
+    monkeypatch.setattr(dask.base, "compute", counted)
+    return sizes
+
+
+def _held(stats: _Stats) -> int:
+    return sum(a.nbytes for a in vars(stats).values() if isinstance(a, np.ndarray))
+
+
+@pytest.fixture(scope="module")
+def big_cube():
+    # 640,000 cells (2.6 MB of float32) in 10 blocks; 20 subjects, so O(bins x pairs) statistics stay small
+    return bioxr.simulate.photohead(n_subjects=20, n_images=4, n_collections=100, seed=3, chunks=10)
+
+
+def test_client_receives_the_statistics_not_the_cube(big_cube, received):
+    t = np.linspace(-2, 6, 20)
+    stats = _Stats(big_cube, t, "subject")
+    # the statistics themselves (the mated cells, the (bin, pair) counts) and small containers: never the cube
+    assert sum(received) <= _held(stats) + (1 << 14), (sum(received), _held(stats), big_cube.nbytes)
+    assert sum(received) < 0.25 * big_cube.nbytes
+    assert_same_stats(stats, _Stats(big_cube.compute(), t, "subject"))
+
+
+def test_client_receives_the_statistics_and_a_sample_for_the_default_grid(big_cube, received):
+    stats = _Stats(big_cube, None, "subject")
+    n_sample = max(blockstats.SAMPLE_MIN, np.sqrt(blockstats.SAMPLE_FACTOR * big_cube.size))
+    # besides the statistics: the sample (8 bytes a score), counts at edges taken from it (4 bytes an edge) and
+    # the scores of the intervals holding the wanted ranks (16 bytes each: about two strides a rank)
+    extra = 8 * n_sample + 4 * n_sample + 16 * 400 * 2 * big_cube.size / n_sample
+    assert len(received) == 4  # first pass, counts, gather, pairs
+    assert sum(received) <= _held(stats) + extra + (1 << 14), (sum(received), _held(stats), extra)
+    assert sum(received) < big_cube.nbytes
+    assert_same_stats(stats, _Stats(big_cube.compute(), None, "subject"))
+
+
+# ------------------------------------------------------------------ a cluster
+def test_statistics_on_a_local_cluster_equal_in_memory():
+    distributed = pytest.importorskip("distributed")
+    cube = _marked()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster, set_as_default=False) as client:
+        lazy = cube.chunk({"collection": (1, 3, 1), "reference": (7, 50, 63)})
+        with dask.config.set(scheduler=client):
+            lazy = lazy.persist()  # the blocks live on the workers
+            assert_same_stats(_Stats(lazy, None, "subject", "nist"), _Stats(cube, None, "subject", "nist"))
