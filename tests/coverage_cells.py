@@ -612,8 +612,8 @@ def _score_entries() -> list[Entry]:
                              **sized))
         if cell.id not in OPERATING_POINT_CELLS:
             continue
-        size = 200 if slow else 300  # 0.5-2 s an experiment: the study runs the test's experiments
-        heavy = dict(test_experiments=size, study_experiments=size, slow=True, **boot)
+        size = 200 if slow else 300  # 0.2-2 s an experiment: the test runs a few hundred, the study 1,000
+        heavy = dict(test_experiments=size, study_experiments=1000, slow=True, **boot)
         for f in FMR_TARGETS:
             out.append(Entry("bootstrap.fnmr_at_fmr_interval", "", cell, f"fnmr_at_fmr={f:g}",
                              cell.fnmr(cell.threshold_at_fmr(f)), call_fnmr_at_fmr, **heavy))

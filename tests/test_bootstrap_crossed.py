@@ -134,20 +134,25 @@ def wolves():
     return _crossed_cube(np.random.default_rng(6), 30, 4, sd=0.8)[0]
 
 
-def test_bootstrap_curve_widens_the_fmr_interval_only(wolves, monkeypatch):
+def test_bootstrap_curve_fmr_count_is_korn_graubard_not_the_union(wolves, monkeypatch):
+    """The curve's FMR rests on the moment variance and its degrees of freedom (few with wolves), not the bootstrap-t."""
+    from scipy import stats as st
+
     t = [3.0, 3.6, 4.2]
     kw = {"thresholds": t, "n_replicates": 200, "seed": 7}
     new = bioxr.bootstrap.bootstrap_curve(wolves, **kw)
     monkeypatch.setattr(curves, "_studentized_union", _no_union)
-    old = bioxr.bootstrap.bootstrap_curve(wolves, **kw)
-    xr.testing.assert_identical(new.fnmr_interval, old.fnmr_interval)
-    xr.testing.assert_identical(new.fmr, old.fmr)  # the point estimates do not move
-    lo, hi = new.fmr_interval.sel(bound="lower"), new.fmr_interval.sel(bound="upper")
-    assert bool((lo <= old.fmr_interval.sel(bound="lower")).all() and (hi >= old.fmr_interval.sel(bound="upper")).all())
-    assert bool((hi > old.fmr_interval.sel(bound="upper") + 1e-12).any())  # skewed tail: the upper bound moves
-    assert "bootstrap-t" in new.attrs["interval"]
+    xr.testing.assert_identical(new, bioxr.bootstrap.bootstrap_curve(wolves, **kw))  # the union plays no part
+    moment, _, dof = _Stats(wolves, t, "subject").fmr_variance(parts=True)
+    assert dof[-1] < 5 < dof[0]  # the strictest threshold's false matches come from a few wolves and lambs
+    p = new.fmr.values
+    n = float((wolves.subject.values[:, None] != wolves.reference_subject.values[None, :]).sum())
+    deff = np.maximum(0.5, moment / (p * (1 - p) / n))
+    np.testing.assert_allclose(new.fmr_n_eff.values, n / deff * (1.959963984540054 / st.t.ppf(0.975, dof)) ** 2,
+                               rtol=1e-9)
+    assert "Korn & Graubard" in new.attrs["interval"] and "bootstrap-t" not in new.attrs["interval"]
     pct = bioxr.bootstrap.bootstrap_curve(wolves, interval="percentile", **kw)
-    assert "bootstrap-t" not in pct.attrs["interval"]
+    assert "bootstrap-t" not in pct.attrs["interval"] and "t_df" not in pct.attrs["interval"]
 
 
 @pytest.mark.parametrize("call", ["fnmr_at_fmr", "eer"])
@@ -190,7 +195,7 @@ def test_moment_variance_pair_part_is_what_the_pigeonhole_adds_twice():
     rng = np.random.default_rng(12)
     cube = _crossed_cube(rng, 40, 4)[0]
     stats = _Stats(cube, [1.0], "subject")
-    v, pair = stats.fmr_variance(parts=True)
+    v, pair, _ = stats.fmr_variance(parts=True)
     np.testing.assert_allclose(v, stats.fmr_variance())
     reps = bioxr.bootstrap.bootstrap_replicates(cube, thresholds=[1.0], n_replicates=2000, seed=1,
                                                 fmr_variance="pigeonhole")

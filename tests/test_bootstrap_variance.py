@@ -123,3 +123,37 @@ def test_two_level_copies_of_a_subject_get_independent_resamples():
     two = bootstrap_replicates(cube, thresholds=t, n_replicates=1500, seed=3, two_level=True)
     ratio = float(two.fnmr.var("replicate")[0] / one.fnmr.var("replicate")[0])
     assert 1.7 < ratio < 2.3
+
+
+def _brute_force_dof(cube, t):
+    """Satterthwaite's df of the subjects' residual totals: each non-mated comparison in both its subjects' totals."""
+    s = cube.values
+    a = np.broadcast_to(cube.subject.values[:, None], s.shape).ravel()
+    c = np.broadcast_to(cube.reference_subject.values[None, :], s.shape).ravel()
+    keep = a != c
+    y = (s.ravel()[keep] >= t).astype(float)
+    z = y - y.mean()
+    totals = np.array([z[(a[keep] == u) | (c[keep] == u)].sum() for u in np.union1d(a, c)])
+    return float((totals**2).sum() ** 2 / (totals**4).sum())
+
+
+@pytest.mark.parametrize("effects", [0.0, 0.8])
+def test_fmr_interval_is_korn_graubard_on_the_moment_variance(effects):
+    """``N / max(1/2, deff) * (z / t_df)^2`` from brute-force sums, then the default binomial interval on it."""
+    from scipy import stats as st
+
+    cube = _crossed_cube(np.random.default_rng(11), 12, 3, wolf=effects, lamb=effects)
+    t = np.array([0.5, 1.5, 2.2])
+    _, _, dof = _Stats(cube, t, "subject").fmr_variance(parts=True)
+    np.testing.assert_allclose(dof, [_brute_force_dof(cube, tk) for tk in t], rtol=1e-9)
+    res = bioxr.bootstrap.bootstrap_curve(cube, thresholds=t, n_replicates=50, seed=1, level=0.9)
+    n_nm = float((cube.subject.values[:, None] != cube.reference_subject.values[None, :]).sum())
+    for tk in t:
+        p = float(res.fmr.sel(threshold=tk))
+        assert 0 < p < 1
+        deff = max(0.5, _brute_force_variance(cube, tk) / (p * (1 - p) / n_nm))
+        want = n_nm / deff * (st.norm.ppf(0.95) / st.t.ppf(0.95, _brute_force_dof(cube, tk))) ** 2
+        assert float(res.fmr_n_eff.sel(threshold=tk)) == pytest.approx(want, rel=1e-9)
+        ci = bioxr.intervals.binomial_interval(p * want, want, level=0.9)
+        np.testing.assert_allclose(res.fmr_interval.sel(threshold=tk).values, ci.values, rtol=1e-9)
+    assert "Korn & Graubard" in res.attrs["interval"]

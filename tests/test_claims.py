@@ -81,7 +81,8 @@ def test_subject_fmr_bound_is_one_sided_at_the_level():
         one_sided = stats.beta.ppf(level, k + 1, n - k)
         two_sided = stats.beta.ppf((1 + level) / 2, k + 1, n - k)
         bound = res.bound.item()
-        assert abs(bound - one_sided) < 0.35 * (two_sided - one_sided), (level, bound, one_sided, two_sided)
+        # within half the gap: the Korn-Graubard count's t factor (df about the subjects) costs a little
+        assert abs(bound - one_sided) < 0.5 * (two_sided - one_sided), (level, bound, one_sided, two_sided)
 
 
 def test_zero_false_matches_borrow_the_design_effect():

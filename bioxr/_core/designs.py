@@ -43,11 +43,13 @@ FEW_EFFECTIVE_ERRING = 6
 UNBALANCED = 1.5
 
 
-def concentrated(errors: xr.DataArray, attempts: xr.DataArray, dim) -> xr.DataArray:
+def concentrated(errors: xr.DataArray, attempts: xr.DataArray, dim, *, unbalanced: bool = True) -> xr.DataArray:
     """Where errors are concentrated on a few individuals and attempts are unbalanced (boolean, ``dim`` reduced).
 
     See the module docstring. ``errors`` and ``attempts`` broadcast;
-    non-integer errors (tie shares) are fine.
+    non-integer errors (tie shares) are fine. With ``unbalanced=False`` the
+    attempts need not be unbalanced (the ICC design's moment ``rho``, which
+    is biased low when a few individuals hold the errors, balanced or not).
 
     Examples
     --------
@@ -71,7 +73,8 @@ def concentrated(errors: xr.DataArray, attempts: xr.DataArray, dim) -> xr.DataAr
         resid = ((e - rate * m) ** 2).sum(dim)
         n = active.astype(float)
         deff = (n / (n - 1) * resid / big_n**2) / (rate * (1 - rate) / big_n)
-    return (total > 0) & (k_eff < FEW_EFFECTIVE_ERRING) & (deff > 1.5) & (imbalance(m, dim) > UNBALANCED)
+    flag = (total > 0) & (k_eff < FEW_EFFECTIVE_ERRING) & (deff > 1.5)
+    return flag & (imbalance(m, dim) > UNBALANCED) if unbalanced else flag
 
 
 def imbalance(attempts: xr.DataArray, dim) -> xr.DataArray:
@@ -130,10 +133,19 @@ def warn_design(errors: xr.DataArray, attempts: xr.DataArray, dim, *, variance_b
                 f"individual are unbalanced{cells}: {what} rests on the variance those few show and misses high "
                 "(coverage 0.87-0.91 measured in such designs). bioxr.correlation.clustered_interval "
                 "(design='beta-binomial', the default) models the propensities and covers there.")
-    if rho is not None:
+    if rho is not None:  # the ICC design: its moment rho from a few erring individuals is biased low, balanced or not
+        flag = (concentrated(errors, attempts, dim, unbalanced=False) & ~few
+                & ~(concentrated(errors, attempts, dim) if variance_based else False))
+        if bool(flag.any()):
+            cells = "" if flag.size == 1 else f" (in {int(flag.sum())} of {flag.size} cells)"
+            messages.append(
+                f"errors are concentrated on fewer than {FEW_EFFECTIVE_ERRING} individuals' worth{cells}: the moment "
+                "estimate of rho behind the ICC design effect rests on those few and is biased low (0.49 on average "
+                "where it is 0.6, at pi = 0.01), and the interval under-covers (0.93 measured with 200 people x 5 "
+                "attempts); design='beta-binomial' (the default) integrates over rho and covers there.")
         flag = unbalanced_correlated(attempts, rho, dim)
         if variance_based:
-            flag = flag & ~concentrated(errors, attempts, dim)
+            flag = flag & ~concentrated(errors, attempts, dim, unbalanced=False)
         if bool(flag.any()):
             cells = "" if flag.size == 1 else f" (in {int(flag.sum())} of {flag.size} cells)"
             messages.append(

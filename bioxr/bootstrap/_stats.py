@@ -240,7 +240,13 @@ class _Stats:
 
         With ``parts``, also the pair part ``n / (n - 1) sum_u Z_u^2 / N^2``:
         the pigeonhole bootstrap's variance is about ``V`` plus twice it
-        (its pair weights count each pair's own noise three times).
+        (its pair weights count each pair's own noise three times), and the
+        degrees of freedom of ``V`` after Satterthwaite (1946), ``(sum_s
+        Z_s^2)^2 / sum_s Z_s^4``: the observed fourth powers stand for the
+        totals' variances squared, a conservative plug-in (about a third
+        of the subjects when the totals are Gaussian, since ``E Z^4 = 3
+        sigma^4``; near 1 or 2 where a few subjects hold the false
+        matches; NaN where every ``Z_s`` is 0).
         """
         n, k = self.n_units, self.grid.size
         cnt = self.count_f32.astype(np.float64)
@@ -258,6 +264,7 @@ class _Stats:
         where = dict(zip(self.bin_ids.tolist(), zip(self.bin_starts.tolist(), ends.tolist())))
         out = np.empty(k)
         pair = np.empty(k)
+        dof = np.empty(k)
         for b in range(k, 0, -1):  # false matches at grid point b - 1: the bins >= b
             if b in where:
                 s, e = where[b]
@@ -277,8 +284,12 @@ class _Stats:
             zu = sf2 - 2 * p * sfn + p * p * ss_nu
             out[b - 1] = (zs - zu) / big_n**2
             pair[b - 1] = zu / big_n**2
+            if parts:  # the subjects' residual totals, directly (n numbers): no cancellation in the fourth powers
+                z2 = (r - p * n_s) ** 2
+                s4 = float(z2 @ z2)
+                dof[b - 1] = float(z2.sum()) ** 2 / s4 if s4 > 0 else np.nan
         c = n / max(n - 1, 1)
-        return (out * c, pair * c) if parts else out * c
+        return (out * c, pair * c, dof) if parts else out * c
 
     def fnmr_variance_replicates(self, w: np.ndarray) -> np.ndarray:
         """Cluster-robust variance of each replicate's FNMR at each grid point, ``(replicates, grid)``.

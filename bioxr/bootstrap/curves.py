@@ -144,10 +144,12 @@ def _replicates(cube, *, thresholds, n_replicates, seed, unit, two_level, progre
     shrink = np.ones(stats.grid.size)  # how much the deviations were shrunk (the moment correction)
     if fmr_variance == "moments":
         n_nm = stats.n_nonmated
-        moment, pair = stats.fmr_variance(parts=True)
+        moment, pair, dof = stats.fmr_variance(parts=True)
         target = np.maximum(moment, raw_fmr0 * (1 - raw_fmr0) / n_nm)
         fmr = _moment_corrected(fmr, raw_fmr0, target)
         extra["fmr_variance"] = target
+        if stats.iso is None:  # the moment variance and its degrees of freedom: the FMR's effective count
+            extra["fmr_moment_variance"], extra["fmr_dof"] = moment, dof
         with np.errstate(invalid="ignore", divide="ignore"):
             shrink = np.sqrt(target / (target + 2 * np.maximum(pair, 0.0)))
     rep_var = {}
@@ -247,8 +249,8 @@ def _fmr_zero_count(reps: xr.Dataset, n_eff: np.ndarray) -> np.ndarray:
     for j in lenient_first:  # walk from lenient to strict, carrying the last trustworthy count
         if fm[j] >= BORROW_AT:
             borrowed = n_eff[j]
-        if fm[j] == 0 and np.isfinite(borrowed):
-            out[j] = borrowed
+        if fm[j] == 0 and np.isfinite(borrowed):  # never above the comparisons: at zero, no noise to floor
+            out[j] = min(borrowed, float(reps["n_nonmated"].item()))
     return out
 
 
@@ -261,15 +263,52 @@ def _curve_bounds(reps: xr.Dataset, level: float, interval: str):
                                interval=interval), n_eff)
     fmr0 = reps["fmr_point"].values
     n_nm = reps["n_nonmated"].item()
-    n_eff = effective_count(fmr0, reps["fmr"].values, n_nm, np.inf)
+    if interval == "effective" and "fmr_dof" in reps:
+        n_eff = fmr_effective_count(fmr0, reps["fmr_moment_variance"].values, reps["fmr_dof"].values, n_nm, level)
+    else:
+        n_eff = effective_count(fmr0, reps["fmr"].values, n_nm, np.inf)
     n_eff = np.where(fmr0 <= 0, _fmr_zero_count(reps, n_eff), n_eff)
     fmr_bounds = rate_bounds(fmr0, reps["fmr"].values, n_nm, n_eff, level=level, interval=interval)
-    if interval == "effective" and "fmr_replicate_variance" in reps:
-        fm = reps["fmr"].values
-        var = _binomial_floor(reps["fmr_replicate_variance"].values, fm, fmr0, n_nm)
-        fmr_bounds = _studentized_union(fmr_bounds, fmr0, fm, var, level=level)
     out["fmr"] = (fmr_bounds, n_eff)
     return out
+
+
+#: Floor of the FMR's estimated design effect (as :data:`COUNTS_DEFF_FLOOR` for counts): without subject effects
+#: the dyadic moment variance is about binomial but noisy, and flooring it at 1 over-covered (0.966-0.973).
+FMR_DEFF_FLOOR = 0.5
+
+
+def fmr_effective_count(point, variance, dof, trials, level):
+    """Korn & Graubard's effective count of an FMR with crossed subjects: ``N / deff * (z / t_df)^2``.
+
+    ``deff`` is the dyadic moment variance (:meth:`_Stats.fmr_variance`)
+    over the binomial ``p (1 - p) / N``, floored at :data:`FMR_DEFF_FLOOR`;
+    ``t_df`` the Student quantile at the Satterthwaite degrees of freedom of
+    that variance, from the subjects' residual totals (Korn & Graubard
+    1998, for proportions from complex surveys; Satterthwaite 1946). The
+    factor ``(z / t_df)^2`` is what makes it cover with subject effects: a
+    few wolves and lambs holding the false matches leave the variance with
+    a few degrees of freedom, and the interval widens by their t quantile
+    (60 subjects with subject SDs 0.7: 0.92 at FMR 0.001 with the
+    bootstrap's variance, in the band with this count; see
+    benchmarks/COVERAGE.md). Without subject effects ``df`` is about a
+    third of the subjects (the plug-in is conservative: see
+    :meth:`_Stats.fmr_variance`), a factor of 0.88 with 60 subjects,
+    which the floor of ``deff`` at 1/2 offsets (measured: 0.94-0.95 on
+    independent comparisons). Where the rate is 0 or 1
+    this gives ``N`` (at 0 the callers supply the count: :func:`_fmr_zero_count`).
+    """
+    from scipy import stats
+
+    point = np.asarray(point, dtype=float)
+    binom = point * (1 - point) / trials
+    a = (1 + level) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        deff = np.maximum(FMR_DEFF_FLOOR, np.where(binom > 0, variance / binom, 1.0))
+        ratio = np.where(np.isfinite(dof) & (dof > 0), stats.norm.ppf(a) / stats.t.ppf(a, np.where(dof > 0, dof, 1.0)), 1.0)
+        n_eff = trials / deff * ratio**2
+    edge = (point <= 0) | (point >= 1)
+    return np.where(edge, float(trials), n_eff)
 
 
 def _studentized_union(bounds, point, reps, var_reps, *, level: float, shift: float = 0.0) -> np.ndarray:
@@ -368,21 +407,22 @@ def bootstrap_curve(
         the number of disjoint pairs of subjects (valid whatever the
         subject effects). ``fmr_bound_kind`` / ``fnmr_bound_kind`` say which.
 
-        With ``"effective"`` the FMR interval is widened, where that is
-        wider, to the calibrated bootstrap-t interval (the union of the
-        two). Subject effects make the FMR at a strict threshold
-        right-skewed, with a variance that grows with it (a few wolves and
-        lambs hold most false matches): a sample that missed them has a low
-        FMR and a small variance, and a binomial-shaped interval around it
-        misses high (on aaa-60x4 with subject SDs 0.7, 0.89 at FMR 0.001,
-        nearly all misses on the upper side). The bootstrap-t, each
-        replicate's deviation divided by its own moment variance (relative
-        to their mean), carries that dependence and is second-order
-        accurate (Hall 1988; Efron & Tibshirani 1993, 12.5); see
-        :func:`_studentized_union`. Without subject effects the variance
-        does not move with the replicates and the union is the
-        effective-count interval, within a few percent. Not with
-        ``failure_policy="iso"`` (generalized rates).
+        With ``"effective"`` and ``fmr_variance="moments"`` (the
+        defaults) the FMR's count is not the replicates' but Korn &
+        Graubard's, ``N / deff * (z / t_df)^2``
+        (:func:`fmr_effective_count`): ``deff`` from the dyadic moment
+        variance for crossed subjects, ``t_df`` at its Satterthwaite
+        degrees of freedom from the subjects' residual totals. Subject
+        effects make the FMR at a strict threshold depend on a few wolves
+        and lambs; its variance then rests on a few degrees of freedom, and
+        an interval that takes it as known misses (0.92 at FMR 0.001 with
+        60 or 100 subjects whose SDs are 0.7); the t factor widens it by
+        what that variance is worth. Without subject effects ``df`` is
+        about a third of the subjects and ``deff`` about 1 (floored at
+        1/2, not 1: a noisy estimate floored at its minimum over-covers). The design this assumes: comparisons correlated
+        through their probe and reference subjects (one effect each) and
+        independent otherwise. Not with ``failure_policy="iso"``
+        (generalized rates: the replicates' count).
     simultaneous : bool, keyword-only
         Also give a family-wise band, ``fmr_band`` and ``fnmr_band``: with
         probability about ``level`` the whole curve, FMR and FNMR at every
@@ -418,7 +458,6 @@ def bootstrap_curve(
     reps = _replicates(
         cube, thresholds=thresholds, n_replicates=n_replicates, seed=seed, unit=unit, two_level=two_level,
         progress=progress, failure_policy=failure_policy, fmr_variance=fmr_variance,
-        studentise=interval == "effective",
     )
     bounds = _curve_bounds(reps, level, interval)
     coords = {"threshold": reps["threshold"].values}
@@ -434,7 +473,7 @@ def bootstrap_curve(
             "fnmr_bound_kind": ("threshold", bound_kind(reps.fnmr_point.values)),
         },
         attrs={**reps.attrs, "level": level, "seed": str(seed),
-               "interval": INTERVAL_TEXT[interval] + ("; FMR" + _STUDENTISED_TEXT if "fmr_replicate_variance" in reps
+               "interval": INTERVAL_TEXT[interval] + (_KORN_GRAUBARD_TEXT if "fmr_dof" in reps and interval == "effective"
                                                       else "")},
     )
     if simultaneous:
@@ -597,6 +636,9 @@ def _operating_point_variance(reps: xr.Dataset, stat: np.ndarray, chosen: np.nda
     return out
 
 
+_KORN_GRAUBARD_TEXT = ("; FMR: the effective count N / deff * (z / t_df)^2, deff from the dyadic moment variance "
+                       "for crossed subjects (floored at 1/2), df its Satterthwaite degrees of freedom from the "
+                       "subjects' residual totals (Korn & Graubard 1998)")
 _STUDENTISED_TEXT = ("; widened to the calibrated bootstrap-t interval (each replicate studentised by its own moment "
                      "variance relative to their mean): the union of the two")
 
