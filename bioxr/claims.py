@@ -17,7 +17,7 @@ margin is ``r - U``. How ``U`` is computed depends on the design
   their comparisons). FNMR: :func:`bioxr.bootstrap.bootstrap_rate_interval`
   on the per-subject counts of :func:`bioxr.correlation.attempt_counts`;
   FMR: :func:`bioxr.bootstrap.bootstrap_curve` at the threshold (crossed
-  subjects, moment-corrected, widened to the bootstrap-t).
+  subjects: the Korn-Graubard count on the dyadic moment variance).
 - ``"beta-binomial"`` and ``"icc"`` (FNMR only):
   :func:`bioxr.correlation.clustered_interval`, the beta-binomial posterior
   bound with the intra-class correlation integrated out, or the exact

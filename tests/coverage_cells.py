@@ -703,6 +703,8 @@ class Outcome:
 
 
 _CACHE: dict = {}
+#: If set, only these groups are computed alongside an entry's own (a study run restricted with -k).
+GROUP_WITH: set | None = None
 
 
 def sizes(entry: Entry, *, study: bool = False) -> tuple[int, int]:
@@ -774,6 +776,7 @@ def _bounds_of_group(entry: Entry, experiments: int, replicates: int, study: boo
         if (experiments, replicates) == sizes(entry, study=study):
             for other in registry():
                 if (other.cell == entry.cell and other.slow == entry.slow and other.group not in groups
+                        and (GROUP_WITH is None or other.group in GROUP_WITH)
                         and sizes(other, study=study)[0] == experiments
                         and (*other.group, *sizes(other, study=study)) not in _CACHE):
                     groups[other.group] = (other, sizes(other, study=study)[1])

@@ -671,3 +671,15 @@ def test_notebook_is_committed_clean_and_runs():
     text = "".join(o.get("data", {}).get("text/plain", "") for c in nb.cells if c.cell_type == "code"
                    for o in c.outputs)
     assert "rule of three" in text and "icc" in text
+
+
+def test_icc_design_warns_where_a_few_balanced_individuals_hold_the_errors():
+    """Balanced attempts, errors from 4 of 200 people: the moment rho rests on them; the ICC design says so."""
+    counts = xr.Dataset({"errors": ("individual", [5, 4, 1, 1] + [0] * 196), "attempts": ("individual", [5] * 200)})
+    with pytest.warns(bioxr.correlation.DesignWarning, match="moment estimate of rho behind the ICC design effect"):
+        clustered_interval(counts, design="icc")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", bioxr.correlation.DesignWarning)
+        clustered_interval(counts)  # the default design integrates over rho: nothing to warn about
+        spread = counts.assign(errors=("individual", [1] * 11 + [0] * 189))  # 11 people, one error each
+        clustered_interval(spread, design="icc")

@@ -264,10 +264,13 @@ def _curve_bounds(reps: xr.Dataset, level: float, interval: str):
     fmr0 = reps["fmr_point"].values
     n_nm = reps["n_nonmated"].item()
     if interval == "effective" and "fmr_dof" in reps:
-        n_eff = fmr_effective_count(fmr0, reps["fmr_moment_variance"].values, reps["fmr_dof"].values, n_nm, level)
+        moment = reps["fmr_moment_variance"].values
+        n_eff = fmr_effective_count(fmr0, moment, reps["fmr_dof"].values, n_nm, level)
+        # at zero a threshold borrows the design effect alone: the t factor is the neighbour's own uncertainty
+        borrow = fmr_effective_count(fmr0, moment, None, n_nm, level)
     else:
-        n_eff = effective_count(fmr0, reps["fmr"].values, n_nm, np.inf)
-    n_eff = np.where(fmr0 <= 0, _fmr_zero_count(reps, n_eff), n_eff)
+        n_eff = borrow = effective_count(fmr0, reps["fmr"].values, n_nm, np.inf)
+    n_eff = np.where(fmr0 <= 0, _fmr_zero_count(reps, borrow), n_eff)
     fmr_bounds = rate_bounds(fmr0, reps["fmr"].values, n_nm, n_eff, level=level, interval=interval)
     out["fmr"] = (fmr_bounds, n_eff)
     return out
@@ -295,8 +298,10 @@ def fmr_effective_count(point, variance, dof, trials, level):
     third of the subjects (the plug-in is conservative: see
     :meth:`_Stats.fmr_variance`), a factor of 0.88 with 60 subjects,
     which the floor of ``deff`` at 1/2 offsets (measured: 0.94-0.95 on
-    independent comparisons). Where the rate is 0 or 1
-    this gives ``N`` (at 0 the callers supply the count: :func:`_fmr_zero_count`).
+    independent comparisons). ``dof=None`` gives ``N / deff`` alone:
+    what a threshold with no false match borrows (:func:`_fmr_zero_count`),
+    the design effect without the neighbour's own t factor. Where the rate
+    is 0 or 1 this gives ``N`` (at 0 the callers supply the count).
     """
     from scipy import stats
 
@@ -305,7 +310,10 @@ def fmr_effective_count(point, variance, dof, trials, level):
     a = (1 + level) / 2
     with np.errstate(invalid="ignore", divide="ignore"):
         deff = np.maximum(FMR_DEFF_FLOOR, np.where(binom > 0, variance / binom, 1.0))
-        ratio = np.where(np.isfinite(dof) & (dof > 0), stats.norm.ppf(a) / stats.t.ppf(a, np.where(dof > 0, dof, 1.0)), 1.0)
+        ratio = 1.0
+        if dof is not None:
+            ok = np.isfinite(dof) & (dof > 0)
+            ratio = np.where(ok, stats.norm.ppf(a) / stats.t.ppf(a, np.where(ok, dof, 1.0)), 1.0)
         n_eff = trials / deff * ratio**2
     edge = (point <= 0) | (point >= 1)
     return np.where(edge, float(trials), n_eff)

@@ -111,6 +111,8 @@ def _interval_name(text: str) -> str:
     if text.startswith("percentile"):
         return "percentile"
     if text.startswith("binomial interval on the effective count"):
+        if "Korn & Graubard 1998)" in text.split("; FMR:")[-1] and "; FMR:" in text:
+            return "effective-count binomial; FMR on the Korn-Graubard count for crossed subjects"
         if "bootstrap-t" not in text:
             return "effective-count binomial"
         return "effective-count binomial (FMR widened to the bootstrap-t)" if "; FMR;" in text else \

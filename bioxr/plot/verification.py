@@ -98,7 +98,7 @@ def det_chart(det: xr.Dataset, *, eer: xr.Dataset | None = None, band: xr.Datase
     >>> [layer["mark"]["type"] for layer in spec["layer"]]
     ['line', 'line', 'line']
     >>> " ".join(spec["title"]["subtitle"]).split("Band: ")[1]
-    '95% pointwise interval of FMR and FNMR at each threshold (effective-count binomial, FMR widened to the bootstrap-t) Subject bootstrap: whole subjects resampled, 200 replicates'
+    '95% pointwise interval of FMR and FNMR at each threshold (effective-count binomial; FMR on the Korn-Graubard count for crossed subjects) Subject bootstrap: whole subjects resampled, 200 replicates'
     """
     if axes not in ("probit", "loglog"):
         raise ValueError(f"axes={axes!r}; choose 'probit' or 'loglog'.")
