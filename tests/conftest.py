@@ -197,3 +197,24 @@ def pytest_collection_modifyitems(config, items):
         else:
             group = str(item.path.relative_to(REPO))
         _group(item, group)
+
+
+@pytest.fixture
+def received(monkeypatch):
+    """Sizes (dask's sizeof) of everything dask hands back to the caller: ``dask.compute``, and
+    ``dask.base.compute``, which ``.compute()`` and ``np.asarray(lazy)`` call. The tests of bytes reaching the
+    client (tests/test_distributed.py, test_lazy_lists.py, test_lazy_bootstrap.py) sum them."""
+    dask = pytest.importorskip("dask")
+    from dask.sizeof import sizeof
+
+    sizes = []
+    compute = dask.base.compute
+
+    def counted(*args, **kwargs):
+        out = compute(*args, **kwargs)
+        sizes.append(sizeof(out))
+        return out
+
+    monkeypatch.setattr(dask, "compute", counted)
+    monkeypatch.setattr(dask.base, "compute", counted)
+    return sizes

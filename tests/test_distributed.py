@@ -21,7 +21,6 @@ import xarray as xr
 distributed = pytest.importorskip("distributed")
 dask = pytest.importorskip("dask")
 
-from dask.sizeof import sizeof  # noqa: E402
 
 import bioxr  # noqa: E402
 from bioxr import counting, verification  # noqa: E402
@@ -287,23 +286,6 @@ def _bound(cube):
 def big_cube():
     # 2.5 M cells (10 MB of float32) in 7 blocks: the sample is a sixth of the cells
     return bioxr.simulate.photohead(n_subjects=150, n_images=4, n_collections=7, seed=3, chunks=1)
-
-
-@pytest.fixture
-def received(monkeypatch):
-    """Sizes (dask's sizeof) of everything dask hands back to the caller: dask.compute, and dask.base.compute,
-    which ``.compute()`` and ``np.asarray(lazy)`` call."""
-    sizes = []
-    compute = dask.base.compute
-
-    def counted(*args, **kwargs):
-        out = compute(*args, **kwargs)
-        sizes.append(sizeof(out))
-        return out
-
-    monkeypatch.setattr(dask, "compute", counted)
-    monkeypatch.setattr(dask.base, "compute", counted)
-    return sizes
 
 
 def test_client_receives_small_results_threaded(big_cube, received):

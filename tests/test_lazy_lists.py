@@ -24,7 +24,6 @@ from hypothesis import HealthCheck, given, settings
 
 dask = pytest.importorskip("dask")
 
-from dask.sizeof import sizeof  # noqa: E402
 
 import bioxr  # noqa: E402
 from bioxr import counting, verification  # noqa: E402
@@ -249,22 +248,6 @@ def big_list():
     trials = bioxr.comparison_list(score, subject=subject.astype(np.int32),
                                    reference_subject=reference.astype(np.int32))
     return trials, trials.chunk({"comparison": 50_000})
-
-
-@pytest.fixture
-def received(monkeypatch):
-    """Sizes (dask's sizeof) of everything dask hands back to the caller (as in tests/test_distributed.py)."""
-    sizes = []
-    compute = dask.base.compute
-
-    def counted(*args, **kwargs):
-        out = compute(*args, **kwargs)
-        sizes.append(sizeof(out))
-        return out
-
-    monkeypatch.setattr(dask, "compute", counted)
-    monkeypatch.setattr(dask.base, "compute", counted)
-    return sizes
 
 
 def _list_bound(trials, lazy):

@@ -264,6 +264,22 @@ def strip_labels(col: Labels) -> Labels:
     return col.remap(stripped.where(stripped != "", None).to_numpy(dtype=object))
 
 
+def arrow_column(column):
+    """An Arrow column as the readers hold it: :class:`Labels` for text (dictionaries decoded first, no missing
+    marker), else a NumPy array."""
+    import pyarrow as pa
+
+    kind = column.type
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+        column = column.cast(kind)
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
+        labels = _arrow_labels(column.cast(pa.string()))
+        labels.missing = None
+        return labels
+    return column.to_numpy()
+
+
 def _arrow_labels(chunked) -> Labels:
     import pyarrow.compute as pc
 

@@ -196,7 +196,7 @@ def _table(part: Part, delimiter, score, only=None):
 
     ``only``: read only these columns (Parquet; a CSV file is parsed whole).
     """
-    from ._text import Source, Table, _arrow_labels, read_table, sniff, system_arrow_pool
+    from ._text import Source, Table, arrow_column, read_table, sniff, system_arrow_pool
 
     src = Source(part.path)
     if part.format == "csv":
@@ -209,7 +209,6 @@ def _table(part: Part, delimiter, score, only=None):
                                  f"{header[duplicate[1]]!r} twice.")
         return src, read_table(src, lay, names=header, numeric={score} & set(header),
                                width_error=_width(src, lay, header))
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     with system_arrow_pool():
@@ -220,19 +219,7 @@ def _table(part: Part, delimiter, score, only=None):
         except Exception as err:  # pyarrow raises ArrowInvalid, OSError...
             raise ScoreFileError(f"{src}: row groups {list(part.row_groups)} cannot be read from Parquet "
                                  f"({type(err).__name__}: {err}).") from err
-        columns = {}
-        for name in table.column_names:
-            column = table.column(name)
-            kind = column.type
-            if pa.types.is_dictionary(kind):
-                kind = kind.value_type
-                column = column.cast(kind)
-            if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
-                labels = _arrow_labels(column.cast(pa.string()))
-                labels.missing = None
-                columns[str(name)] = labels
-            else:
-                columns[str(name)] = column.to_numpy()
+        columns = {str(name): arrow_column(table.column(name)) for name in table.column_names}
         for name, value in part.keys:  # Hive keys: one value for the whole file, typed as pyarrow reads them
             if only is not None and name not in only:
                 continue

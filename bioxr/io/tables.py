@@ -218,9 +218,7 @@ def _read_parquet(src: Source):
         return Table(columns, len(frame), lambda i: f"row {i + 1}")
     except Exception as err:  # pyarrow raises ArrowInvalid, OSError...
         raise ScoreFileError(f"{src}: cannot be read as Parquet ({type(err).__name__}: {err}).") from err
-    import pyarrow as pa
-
-    from ._text import _arrow_labels
+    from ._text import arrow_column
 
     columns = {}
     n_rows = parquet.metadata.num_rows
@@ -230,16 +228,7 @@ def _read_parquet(src: Source):
         except Exception as err:  # pyarrow raises ArrowInvalid, OSError...
             raise ScoreFileError(f"{src}: column {name!r} cannot be read from Parquet ({type(err).__name__}: "
                                  f"{err}).") from err
-        kind = column.type
-        if pa.types.is_dictionary(kind):
-            kind = kind.value_type
-            column = column.cast(kind)
-        if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
-            labels = _arrow_labels(column.cast(pa.string()))
-            labels.missing = None
-            columns[str(name)] = labels
-        else:
-            columns[str(name)] = column.to_numpy()
+        columns[str(name)] = arrow_column(column)
         del column
     return Table(columns, n_rows, lambda i: f"row {i + 1}")
 
