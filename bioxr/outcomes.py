@@ -9,7 +9,9 @@ score, so several references per subject rank subjects, not templates.
 The result lives on the probe dimensions only (for a Photohead-style cube,
 ``subject x image x collection``), so it is small, and it is computed chunk
 by chunk when the score cube is dask-backed: the scores are never held at
-once.
+once. A cube chunked along ``reference`` too is never joined into one
+reference chunk: two blockwise passes (the mated best scores, then the
+counts of better and tied subjects) give the same result.
 """
 
 from __future__ import annotations
@@ -41,8 +43,11 @@ def outcomes(cube: xr.DataArray, *, ranks_only: bool = False) -> xr.Dataset:
     Parameters
     ----------
     cube : xarray.DataArray or xarray.Dataset
-        A score cube; may be dask-backed (chunk the probe dimensions only;
-        ``reference`` must be one chunk). Or a comparison list: a probe is
+        A score cube; may be dask-backed, chunked along any dimensions. When
+        ``reference`` is in several chunks, the mated best scores (pass 1)
+        are computed at once and the rest (pass 2) stays lazy, so the
+        cube is read twice; ``reference`` is never joined into one chunk.
+        Or a comparison list: a probe is
         then the combination of its ``probe_dims`` (the result lies on
         their grid, as from the cube), else its ``probe_id`` (or
         ``probe``), else its subject (a ``probe`` dimension).
@@ -114,7 +119,20 @@ def outcomes(cube: xr.DataArray, *, ranks_only: bool = False) -> xr.Dataset:
         ref_ids = True
     if cube.chunks is not None:
         ref_chunks = cube.chunks[cube.get_axis_num(REFERENCE)]
-        if len(ref_chunks) > 1:
+        if len(ref_chunks) > 1 and hasattr(cube.data, "dask"):
+            # chunked along reference too: two blockwise passes, reference never joined into one chunk
+            cube = cube.transpose(..., REFERENCE)
+            inner = cube.dims[:-1]
+
+            def full(a):  # a per-probe array over all the probe dims, in the cube's order
+                return a.expand_dims({d: cube.sizes[d] for d in inner if d not in a.dims}).transpose(*inner).values
+
+            ds = _chunked_outcomes(
+                cube, codes, len(uniques), full(probe_code), full(inputs[2]) if has_ids else None,
+                distance=kind == "distance", ranks_only=ranks_only,
+            )
+            return _finish(ds, pdims, kind, ranks_only)
+        if len(ref_chunks) > 1:  # another chunk manager: reference in one chunk
             cube = cube.chunk({REFERENCE: -1})
             inputs[0] = cube
     results = xr.apply_ufunc(
@@ -373,3 +391,199 @@ def _list_outcomes(ds: xr.Dataset, *, ranks_only: bool) -> xr.Dataset:
             if (pd.DataFrame({"c": probe, "v": v}).groupby("c")["v"].nunique(dropna=False) <= 1).all():
                 result = result.assign_coords({name: (dim, v[first])})
     return result
+
+
+# ------------------------------------------------------------------ a cube chunked along reference
+def _chunked_outcomes(cube: xr.DataArray, codes, n_subjects: int, probe_code, self_col, *, distance: bool,
+                      ranks_only: bool) -> xr.Dataset:
+    """The outcome cube of a dask cube chunked along ``reference``, in two blockwise passes.
+
+    Pass 1, computed now: each block sends, per probe, the best score over
+    its mated references in the block; a tree of ``fmax`` (``SPLIT_EVERY``
+    at a time) gives each probe's mated best score, a vector per probe
+    block. Pass 2, lazy (the result): each block counts, per probe, the
+    subjects wholly inside it that score better than (``x``) and as well as
+    (``y``) the mate, and sends the best score of each subject that
+    straddles reference chunks (probes x those subjects). The tree takes
+    the ``fmax`` of a straddling subject's bests and counts the subject once
+    every chunk that holds its references has been merged, then drops it.
+    Only per-probe vectors and the straddlers' bests travel; the result is
+    the in-memory one exactly.
+
+    Pass 1 is computed before pass 2 is built so that no block waits in
+    memory for the mated best scores of its row band (in one graph, a row
+    band of all references would be held until its pass 1 is done; and
+    :func:`dask.graph_manipulation.bind`, which would regenerate the blocks
+    instead, does not rebind fused graphs on dask 2026.8). The cube is
+    read twice: once here, once when the result is computed.
+    """
+    import dask
+    import dask.array as da
+
+    from ._core.blockwise import SPLIT_EVERY
+
+    data = cube.data
+    pdims = cube.dims[:-1]
+    p_chunks, r_chunks = data.chunks[:-1], data.chunks[-1]
+    edges = np.concatenate([[0], np.cumsum(r_chunks)]).astype(np.int64)
+    chunk_of = np.searchsorted(edges, np.arange(edges[-1]), side="right") - 1
+    first = np.full(n_subjects, len(r_chunks), dtype=np.int64)
+    last = np.full(n_subjects, -1, dtype=np.int64)
+    np.minimum.at(first, codes, chunk_of)
+    np.maximum.at(last, codes, chunk_of)
+    columns = []  # per reference chunk: its subjects (sorted), the column order and starts for reduceat, who is inside
+    for j in range(len(r_chunks)):
+        local = codes[edges[j] : edges[j + 1]]
+        subjects, inverse = np.unique(local, return_inverse=True)
+        order = np.argsort(inverse, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(inverse[order]) != 0]) if local.size else np.empty(0, np.int64)
+        columns.append((subjects, order, starts, first[subjects] == last[subjects]))
+    span = dask.delayed((first, last), pure=True)  # into the graph once: every combine node reads it
+    blocks = data.to_delayed(optimize_graph=True)
+    bands = list(np.ndindex(*blocks.shape[:-1]))
+    p_edges = [np.concatenate([[0], np.cumsum(c)]) for c in p_chunks]
+
+    def band_of(a, p):
+        return a[tuple(slice(e[i], e[i + 1]) for e, i in zip(p_edges, p))].reshape(-1)
+
+    def self_in(p, j):
+        if self_col is None:
+            return None
+        col = band_of(self_col, p)
+        return np.where((col >= edges[j]) & (col < edges[j + 1]), col - edges[j], -1)
+
+    def tree(parts, combine, *args):
+        while len(parts) > 1:
+            parts = [dask.delayed(combine, pure=True)(*args, *parts[i : i + SPLIT_EVERY])
+                     for i in range(0, len(parts), SPLIT_EVERY)]
+        return parts[0]
+
+    mates = []
+    for p in bands:
+        code = band_of(probe_code, p)
+        parts = [dask.delayed(_mate_chunk, pure=True)(blocks[(*p, j)], code, self_in(p, j), columns[j][:3], distance)
+                 for j in range(len(r_chunks))]
+        mates.append(tree(parts, _mate_combine))
+    mates = dask.compute(*mates)  # pass 1: one small vector per probe block reaches the client
+    pieces = []
+    for p, mate in zip(bands, mates):
+        code = band_of(probe_code, p)
+        parts = [dask.delayed(_rank_chunk, pure=True)(blocks[(*p, j)], mate, code, self_in(p, j), columns[j], j,
+                                                      distance, ranks_only)
+                 for j in range(len(r_chunks))]
+        root = tree(parts, _rank_combine, span, mate)
+        shape = tuple(int(e[i + 1] - e[i]) for e, i in zip(p_edges, p))
+        done = dask.delayed(_rank_finish, pure=True)(span, root, mate, n_subjects, distance, ranks_only, shape)
+        pieces.append(da.from_delayed(done, shape=(len(_VARIABLES), *shape), dtype=np.float64))
+    grid = np.empty(blocks.shape[:-1], dtype=object)
+    for p, piece in zip(bands, pieces):
+        grid[p] = piece
+    stacked = da.block(grid.tolist()) if grid.ndim else pieces[0]
+    coords = {name: c.variable for name, c in cube.coords.items() if REFERENCE not in c.dims}
+    return xr.Dataset({name: xr.DataArray(stacked[k], dims=pdims, coords=coords) for k, name in enumerate(_VARIABLES)})
+
+
+def _chunk_best(block, self_local, columns, distance):
+    """A block's rows (n, w) as candidate scores: each of its subjects' best over the block's references, (n, S_b)."""
+    subjects, order, starts = columns[:3]
+    s = np.asarray(block)
+    s = s.reshape(int(np.prod(s.shape[:-1])), s.shape[-1])  # (-1 cannot size an empty chunk)
+    if not np.issubdtype(s.dtype, np.floating):
+        s = s.astype(np.float64)
+    if np.isinf(s).any():
+        raise ScoreCubeError(
+            "the score cube holds infinite scores; scores must be finite (NaN means not compared, "
+            "or declare a sentinel with missing=)."
+        )
+    if distance:
+        s = np.negative(s)  # best = lowest distance = highest negated distance
+    if self_local is not None and (self_local >= 0).any():
+        has = np.flatnonzero(self_local >= 0)
+        s = s.copy() if not distance else s
+        s[has, self_local[has]] = np.nan  # a self comparison is no comparison
+    if not subjects.size:
+        return s[:, :0]
+    return np.fmax.reduceat(s[:, order], starts, axis=1)
+
+
+def _mate_column(subjects, code):
+    """Each probe's mate among the block's (sorted) subjects: its column, or -1 (not in the block, not enrolled)."""
+    if not subjects.size:
+        return np.full(code.shape, -1, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(subjects, code), subjects.size - 1)
+    return np.where((code >= 0) & (subjects[pos] == code), pos, -1)
+
+
+def _mate_chunk(block, code, self_local, columns, distance):
+    """Pass 1: each probe's best score over its mated references in the block (NaN: none or none compared)."""
+    best = _chunk_best(block, self_local, columns, distance)
+    col = _mate_column(columns[0], code)
+    mate = np.full(best.shape[0], np.nan, dtype=best.dtype)
+    rows = np.flatnonzero(col >= 0)
+    mate[rows] = best[rows, col[rows]]
+    return mate
+
+
+def _mate_combine(*parts):
+    return np.fmax.reduce(np.stack(parts), axis=0)
+
+
+def _rank_chunk(block, mate, code, self_local, columns, j, distance, ranks_only):
+    """Pass 2: the block's counts over the subjects wholly inside it, and the straddling subjects' bests."""
+    subjects, _, _, inside = columns
+    best = _chunk_best(block, self_local, columns, distance)
+    part = dict(j0=j, j1=j + 1, x=_count_per_row(best[:, inside] > mate[:, None]),
+                y=_count_per_row(best[:, inside] == mate[:, None]), ids=subjects[~inside], best=best[:, ~inside])
+    if not ranks_only:
+        part["n_nan"] = _count_per_row(np.isnan(best[:, inside]))
+        col = _mate_column(subjects, code)
+        rows = np.flatnonzero(col >= 0)
+        others = best.copy()
+        others[rows, col[rows]] = np.nan
+        part["nonmated"] = (np.fmax.reduce(others, axis=1) if others.shape[1]
+                            else np.full(others.shape[0], np.nan, dtype=others.dtype))
+    return part
+
+
+def _rank_combine(span, mate, *parts):
+    """Merge consecutive partials: add counts, ``fmax`` the straddlers' bests and count those now complete."""
+    first, last = span
+    parts = sorted(parts, key=lambda q: q["j0"])
+    out = dict(j0=parts[0]["j0"], j1=parts[-1]["j1"])
+    for key in ("x", "y", "n_nan"):
+        if key in parts[0]:
+            out[key] = sum(q[key] for q in parts)
+    if "nonmated" in parts[0]:
+        out["nonmated"] = np.fmax.reduce(np.stack([q["nonmated"] for q in parts]), axis=0)
+    ids, inverse = np.unique(np.concatenate([q["ids"] for q in parts]), return_inverse=True)
+    best = np.full((mate.shape[0], ids.size), np.nan, dtype=parts[0]["best"].dtype)
+    offset = 0
+    for q in parts:
+        idx = inverse[offset : offset + q["ids"].size]
+        offset += q["ids"].size
+        best[:, idx] = np.fmax(best[:, idx], q["best"])
+    done = (first[ids] >= out["j0"]) & (last[ids] < out["j1"])  # every chunk holding its references is merged
+    out["x"] = out["x"] + _count_per_row(best[:, done] > mate[:, None])
+    out["y"] = out["y"] + _count_per_row(best[:, done] == mate[:, None])
+    if "n_nan" in out:
+        out["n_nan"] = out["n_nan"] + _count_per_row(np.isnan(best[:, done]))
+    out["ids"], out["best"] = ids[~done], best[:, ~done]
+    return out
+
+
+def _rank_finish(span, root, mate, n_subjects, distance, ranks_only, shape):
+    """The six outcome variables of a probe block, from pass 2's root (all straddlers counted)."""
+    if root["ids"].size:  # not reached with two reference chunks or more (the root merged them all); kept safe
+        root = _rank_combine(span, mate, root)
+    x, y = root["x"], root["y"]
+    valid = ~np.isnan(mate)
+    result = np.full((len(_VARIABLES), mate.shape[0]), np.nan)
+    result[2] = np.where(valid, x + (y + 1) / 2, np.nan)
+    result[3] = np.where(valid, x + 1, np.nan)
+    result[4] = np.where(valid, x + y, np.nan)
+    if not ranks_only:
+        sign = -1.0 if distance else 1.0
+        result[0] = sign * mate
+        result[1] = sign * root["nonmated"]
+        result[5] = n_subjects - root["n_nan"]
+    return result.reshape((len(_VARIABLES), *shape))

@@ -405,8 +405,9 @@ def _warned(batch: Batch, rho=None) -> np.ndarray:
     from bioxr._core.designs import concentrated, unbalanced_correlated
 
     flag = concentrated(batch.errors, batch.attempts, "individual")
-    if rho is not None:
-        flag = flag | unbalanced_correlated(batch.attempts, rho, "individual")
+    if rho is not None:  # the ICC design: errors concentrated, balanced or not, or unbalanced correlated attempts
+        flag = (flag | concentrated(batch.errors, batch.attempts, "individual", unbalanced=False)
+                | unbalanced_correlated(batch.attempts, rho, "individual"))
     return np.asarray(flag.transpose("experiment").values, dtype=bool)
 
 
