@@ -216,3 +216,29 @@ def test_replicate_fmr_variances_average_to_the_spread_they_studentise(wolves):
     spread = ((reps.fmr - reps.fmr_point) ** 2).mean("replicate")
     mean = reps.fmr_replicate_variance.mean("replicate")
     np.testing.assert_allclose(mean.values, spread.values, rtol=0.2)  # geometric shrink: the mean moves a little
+
+
+def test_fnmr_at_fmr_stretches_the_threshold_by_the_fmr_t_factor(wolves, monkeypatch):
+    """The operating points move by t_df / z times the FMR deviations: wider with wolves, and only with moments."""
+    from scipy import stats as st
+
+    targets = [0.01, 0.001]
+    run = lambda **kw: bioxr.bootstrap.fnmr_at_fmr_interval(wolves, targets, n_replicates=200, seed=8, **kw)
+    new = run()
+    reps = curves._replicates(wolves, thresholds=None, n_replicates=200, seed=8, unit="subject", two_level=False,
+                              progress=False, failure_policy="exclude", fmr_variance="moments", studentise=True)
+    dof = reps["fmr_dof"].values
+    np.testing.assert_allclose(curves._t_factor(dof, 0.95)[np.isfinite(dof)],
+                               st.t.ppf(0.975, dof[np.isfinite(dof)]) / st.norm.ppf(0.975))
+    monkeypatch.setattr(curves, "_t_factor", lambda dof, level: np.ones_like(dof))
+    plain = run()
+    width = lambda r: r.fnmr_interval.diff("bound").values.ravel()
+    assert np.all(width(new) >= width(plain) - 1e-12) and np.any(width(new) > width(plain) + 1e-3)
+    xr.testing.assert_identical(new.fnmr, plain.fnmr)  # the point does not move
+    calls = []
+    monkeypatch.setattr(curves, "_t_factor", lambda dof, level: calls.append(level) or np.ones_like(dof))
+    run(fmr_variance="pigeonhole")
+    run(interval="percentile")
+    assert not calls
+    run(level=0.9)
+    assert calls == [0.9]  # the level is forwarded
