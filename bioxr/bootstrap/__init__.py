@@ -24,12 +24,18 @@ bootstrap's effective count (the replicates give the design effect), which
 keeps the skew and the discreteness of small counts; where a rate is 0 (or
 1) a one-sided bound on the independent units, marked in ``bound_kind``;
 never a zero-width interval. The EER takes a percentile interval, shifted
-for the ROCCH by the hull's optimism. Each of these is then widened to a
-bootstrap-t (studentised) interval where that is defined (the union of the
-two): a sample that missed the individuals who err most has both a low
-rate and a low variance, and only the studentised interval sees that
-(rates of counts: ``_bounds.studentized_union``; the FMR, FNMR@FMR and
-EER: ``curves._studentized_union`` with per-replicate moment variances).
+for the ROCCH by the hull's optimism. The FMR of a band takes Korn &
+Graubard's count instead, ``N / deff * (z / t_df)^2`` from the dyadic
+moment variance and its Satterthwaite degrees of freedom
+(``curves.fmr_effective_count``): a few wolves and lambs leave that
+variance with few degrees of freedom, and FNMR@FMR stretches the FMR
+deviations of its replicates by the same ``t_df / z`` before reading their
+operating points. The others are widened to a bootstrap-t (studentised)
+interval where that is defined (the union of the two): a sample that
+missed the individuals who err most has both a low rate and a low
+variance, and only the studentised interval sees that (rates of counts:
+``_bounds.studentized_union``; FNMR@FMR and the EER:
+``curves._studentized_union`` with per-replicate moment variances).
 Identification rates add the gallery's share of the variance
 (``_gallery``): every search meets the same enrolled subjects. Where errors
 sit with a few individuals holding many attempts, a ``DesignWarning``
