@@ -205,12 +205,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the test's sizes instead of the study's")
     parser.add_argument("-k", action="append", default=[], help="keep entries whose id contains this text")
+    parser.add_argument("-x", action="append", default=[], help="drop entries whose id contains this text")
     parser.add_argument("--no-write", action="store_true", help=f"do not write {OUTPUT.name}")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/bioxr-coverage-study.json"),
                         help="JSON of finished entries, for resuming (default %(default)s)")
     parser.add_argument("--fresh", action="store_true", help="ignore the cache")
     args = parser.parse_args(argv)
-    entries = [e for e in cc.registry() if all(k in e.id for k in args.k)]
+    entries = [e for e in cc.registry() if all(k in e.id for k in args.k) and not any(x in e.id for x in args.x)]
     cache = args.cache
     if args.fresh and cache.exists():
         cache.unlink()

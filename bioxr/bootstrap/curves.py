@@ -303,18 +303,11 @@ def fmr_effective_count(point, variance, dof, trials, level):
     the design effect without the neighbour's own t factor. Where the rate
     is 0 or 1 this gives ``N`` (at 0 the callers supply the count).
     """
-    from scipy import stats
-
     point = np.asarray(point, dtype=float)
     binom = point * (1 - point) / trials
-    a = (1 + level) / 2
     with np.errstate(invalid="ignore", divide="ignore"):
         deff = np.maximum(FMR_DEFF_FLOOR, np.where(binom > 0, variance / binom, 1.0))
-        ratio = 1.0
-        if dof is not None:
-            ok = np.isfinite(dof) & (dof > 0)
-            ratio = np.where(ok, stats.norm.ppf(a) / stats.t.ppf(a, np.where(ok, dof, 1.0)), 1.0)
-        n_eff = trials / deff * ratio**2
+        n_eff = trials / deff if dof is None else trials / deff / _t_factor(dof, level) ** 2
     edge = (point <= 0) | (point >= 1)
     return np.where(edge, float(trials), n_eff)
 
