@@ -89,6 +89,25 @@ def test_union_is_the_bootstrap_t_interval_where_wider_and_keeps_the_edges():
     np.testing.assert_array_equal(out[2], base[2])  # the base is the wider on both sides: kept
 
 
+def test_studentized_lower_is_the_bootstrap_t_bound_alone_and_the_upper_the_higher():
+    """``lower="studentized"``: [p - u_hi, max(base upper, p - u_lo)] by hand; edges (rate 0) keep the base."""
+    rng = np.random.default_rng(3)
+    point = np.array([0.2, 0.0, 0.3])
+    reps = point + rng.normal(0, 0.02, (400, 3))
+    var = np.exp(rng.normal(0, 0.3, (400, 3))) * 4e-4
+    base = np.array([[0.10, 0.21], [0.0, 0.05], [0.25, 0.45]])
+    out = curves._studentized_union(base, point, reps, var, level=0.9, lower="studentized")
+    for j in (0, 2):
+        u = (reps[:, j] - point[j]) * np.sqrt(var[:, j].mean() / var[:, j])
+        lo, hi = point[j] - np.quantile(u, 0.95), point[j] - np.quantile(u, 0.05)
+        np.testing.assert_allclose(out[j], [lo, max(base[j, 1], hi)])
+    assert out[0, 0] > 0.10 and out[0, 1] > 0.21  # a base too wide below does not widen it; too narrow above does
+    assert out[2, 1] == 0.45  # the base's upper bound is the higher: kept
+    np.testing.assert_array_equal(out[1], base[1])
+    with pytest.raises(ValueError, match="lower must be"):
+        curves._studentized_union(base, point, reps, var, level=0.9, lower="min")
+
+
 def test_studentiser_reaches_up_when_the_variance_grows_with_the_rate():
     """Replicates whose variance grows with their level (a few subjects hold the errors) stretch the upper bound."""
     rng = np.random.default_rng(4)
@@ -155,20 +174,31 @@ def test_bootstrap_curve_fmr_count_is_korn_graubard_not_the_union(wolves, monkey
     assert "bootstrap-t" not in pct.attrs["interval"] and "t_df" not in pct.attrs["interval"]
 
 
-@pytest.mark.parametrize("call", ["fnmr_at_fmr", "eer"])
-def test_operating_points_take_the_union(wolves, monkeypatch, call):
-    if call == "fnmr_at_fmr":
-        run = lambda: bioxr.bootstrap.fnmr_at_fmr_interval(wolves, [0.01, 0.001], n_replicates=200, seed=8)
-        name = "fnmr_interval"
-    else:
-        run = lambda: bioxr.bootstrap.eer_interval(wolves, n_replicates=200, seed=8, method="interpolated")
-        name = "eer_interval"
+def test_eer_takes_the_union(wolves, monkeypatch):
+    run = lambda: bioxr.bootstrap.eer_interval(wolves, n_replicates=200, seed=8, method="interpolated")
     new = run()
     monkeypatch.setattr(curves, "_studentized_union", _no_union)
     old = run()
-    lo, hi = new[name].sel(bound="lower").values, new[name].sel(bound="upper").values
-    assert np.all(lo <= old[name].sel(bound="lower").values) and np.all(hi >= old[name].sel(bound="upper").values)
-    assert not np.allclose(new[name].values, old[name].values)
+    lo, hi = new.eer_interval.sel(bound="lower").values, new.eer_interval.sel(bound="upper").values
+    assert np.all(lo <= old.eer_interval.sel(bound="lower").values)
+    assert np.all(hi >= old.eer_interval.sel(bound="upper").values)
+    assert not np.allclose(new.eer_interval.values, old.eer_interval.values)
+
+
+def test_fnmr_at_fmr_takes_the_bootstrap_t_lower_and_the_higher_upper(wolves, monkeypatch):
+    """The FNMR@FMR lower bound is the bootstrap-t's (above the effective count's with wolves), the upper the higher."""
+    run = lambda: bioxr.bootstrap.fnmr_at_fmr_interval(wolves, [0.01, 0.001], n_replicates=200, seed=8)
+    new = run()
+    calls = []
+    real = curves._studentized_union
+    monkeypatch.setattr(curves, "_studentized_union", lambda *a, **k: calls.append(k) or real(*a, **k))
+    xr.testing.assert_identical(run(), new)
+    assert calls and all(k["lower"] == "studentized" and k["level"] == 0.95 for k in calls)
+    monkeypatch.setattr(curves, "_studentized_union", _no_union)
+    old = run()
+    assert np.all(new.fnmr_interval.sel(bound="upper").values >= old.fnmr_interval.sel(bound="upper").values)
+    assert not np.allclose(new.fnmr_interval.sel(bound="lower").values, old.fnmr_interval.sel(bound="lower").values)
+    assert "upper bound the higher" in new.attrs["interval"]
 
 
 def test_no_studentiser_where_its_formula_does_not_hold(wolves):
