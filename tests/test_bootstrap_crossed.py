@@ -14,7 +14,7 @@ import pytest
 import xarray as xr
 
 import bioxr
-from bioxr.bootstrap import _Stats, curves
+from bioxr.bootstrap import _Stats, _studentized, curves
 
 
 def _crossed_cube(rng, n, k, *, sd=0.0, mated_mean=3.0):
@@ -235,7 +235,7 @@ def test_moment_variance_pair_part_is_what_the_pigeonhole_adds_twice():
 
 def test_floor_is_the_replicates_binomial_variance():
     reps = np.array([[0.0, 0.1], [0.2, 0.3]])
-    out = curves._binomial_floor(np.zeros((2, 2)), reps, np.array([0.5, 0.5]), 100.0)
+    out = _studentized._binomial_floor(np.zeros((2, 2)), reps, np.array([0.5, 0.5]), 100.0)
     np.testing.assert_allclose(out, [[0.5 / 100 / 100, 0.09 / 100], [0.16 / 100, 0.21 / 100]])
 
 

@@ -34,7 +34,7 @@ operating points. The others are widened to a bootstrap-t (studentised)
 interval where that is defined (the union of the two): a sample that
 missed the individuals who err most has both a low rate and a low
 variance, and only the studentised interval sees that (rates of counts:
-``_bounds.studentized_union``; the EER: ``curves._studentized_union`` with
+``_bounds.studentized_union``; the EER: ``_studentized._studentized_union`` with
 per-replicate moment variances). FNMR@FMR takes the bootstrap-t's lower
 bound alone and the higher of the two upper bounds: its point estimate is
 skewed to the left, and the union over-covered.

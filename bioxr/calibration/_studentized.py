@@ -126,7 +126,7 @@ def studentized_union(bounds, point, reps, var_reps, *, level: float, center=Non
     minimum the replicates' mean), the interval ``[point - u_{1-a} + shift,
     point - u_a + shift]`` clipped to ``[0, cap]``, and the union with
     ``bounds`` (the lower of the lower bounds, the higher of the upper
-    ones), as :func:`bioxr.bootstrap.curves._studentized_union`. Left as it
+    ones), as :func:`bioxr.bootstrap._studentized._studentized_union`. Left as it
     is where a replicate or a variance is not finite and positive.
     """
     reps, var_reps = np.asarray(reps, dtype=float), np.asarray(var_reps, dtype=float)
