@@ -272,3 +272,39 @@ def test_fnmr_at_fmr_stretches_the_threshold_by_the_fmr_t_factor(wolves, monkeyp
     assert not calls
     run(level=0.9)
     assert calls == [0.9]  # the level is forwarded
+
+
+def test_fnmr_at_fmr_interval_written_out_from_its_replicates(wolves):
+    """The whole interval by hand from the replicates: stretched FMR deviations, the most lenient grid threshold with
+    FMR <= target per replicate, the effective-count bounds, then [p - u_hi, max(eff upper, p - u_lo)]."""
+    from scipy import stats as st
+
+    from bioxr.bootstrap._bounds import effective_count, rate_bounds
+
+    level = 0.9
+    reps = curves._replicates(wolves, thresholds=None, n_replicates=200, seed=8, unit="subject", two_level=False,
+                              progress=False, failure_policy="exclude", fmr_variance="moments", studentise=True)
+    order = slice(None) if reps.attrs["score_kind"] == "similarity" else slice(None, None, -1)
+    fm, fn = reps.fmr.values[:, order], reps.fnmr.values[:, order]
+    fm0, fn0 = reps.fmr_point.values[order], reps.fnmr_point.values[order]
+    dof = reps.fmr_dof.values[order]
+    tf = np.where(np.isfinite(dof) & (dof > 0), st.t.ppf((1 + level) / 2, np.where(dof > 0, dof, 1.0))
+                  / st.norm.ppf((1 + level) / 2), 1.0)
+    fm = fm0 + (fm - fm0) * tf
+    tie = float(fm0[np.argmin(np.abs(fm0 - 0.005))])  # a target the point's FMR hits exactly: "at most" includes it
+    targets = np.array([0.01, 0.001, tie])
+    got = bioxr.bootstrap.fnmr_at_fmr_interval(wolves, list(targets), n_replicates=200, seed=8, level=level)
+    assert fm0[np.flatnonzero(fm0 <= tie)[0]] == tie
+    a = (1 - level) / 2
+    for j, f in enumerate(targets):
+        first = np.array([np.flatnonzero(row <= f)[0] if (row <= f).any() else row.size - 1 for row in fm])
+        k = np.flatnonzero(fm0 <= f)[0]
+        per_rep, point = fn[np.arange(fn.shape[0]), first], fn0[k]
+        assert got.fnmr.values[j] == point and 0 < point < 1  # inside: the bootstrap-t applies
+        n_mated = reps["n_mated"].item()
+        n_eff = effective_count(np.array([point]), per_rep[:, None], n_mated, reps.attrs["mated_units"])
+        eff = rate_bounds(np.array([point]), per_rep[:, None], n_mated, n_eff, level=level, interval="effective")[0]
+        var = curves._operating_point_variance(reps, per_rep[:, None], first[:, None], np.array([k]))[:, 0]
+        u = (per_rep - point) * np.sqrt(var.mean() / var)
+        want = [np.clip(point - np.quantile(u, 1 - a), 0, 1), max(eff[1], np.clip(point - np.quantile(u, a), 0, 1))]
+        np.testing.assert_allclose(got.fnmr_interval.values[j], want, rtol=1e-12)
