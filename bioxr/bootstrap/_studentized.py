@@ -16,7 +16,7 @@ def _studentized_union(bounds, point, reps, var_reps, *, level: float, shift: fl
                        lower: str = "union") -> np.ndarray:
     """Widen effective-count (or percentile) bounds to the calibrated bootstrap-t interval.
 
-    A private helper (it would sit in ``_bounds.py``). With strong subject
+    With strong subject
     effects a few wolves and lambs hold most false matches at a strict
     threshold, so the FMR's sampling distribution is right-skewed and its
     moment variance grows with it: a sample that missed the worst subjects
@@ -39,9 +39,9 @@ def _studentized_union(bounds, point, reps, var_reps, *, level: float, shift: fl
     how the variance moves with the rate from replicate to replicate. The
     callers floor each ``V_b`` at the replicate's binomial variance (at
     half an error where it has none: :func:`_binomial_floor`), so a
-    replicate with no error cannot have ``s_b = 0``. ``shift`` moves the bootstrap-t interval (the
-    EER's hull optimism). Shapes: ``point`` (...), ``reps`` and
-    ``var_reps`` (replicate, ...), ``bounds`` (..., 2).
+    replicate with no error cannot have ``s_b = 0``. ``shift`` moves the
+    bootstrap-t interval (the EER's hull optimism). Shapes: ``point``
+    (...), ``reps`` and ``var_reps`` (replicate, ...), ``bounds`` (..., 2).
 
     The union with the effective-count interval (the lower of the two
     lower bounds, the higher of the two upper ones) is never narrower than
@@ -51,6 +51,8 @@ def _studentized_union(bounds, point, reps, var_reps, *, level: float, shift: fl
     (the base is a floor on the side that claims rest on), for statistics
     whose base interval is too wide below (FNMR at an FMR target).
     """
+    if lower not in ("union", "studentized"):
+        raise ValueError(f"lower must be 'union' or 'studentized', got {lower!r}")
     point = np.asarray(point, dtype=float)
     reps = np.asarray(reps, dtype=float).reshape((reps.shape[0],) + point.shape)
     var_reps = np.asarray(var_reps, dtype=float).reshape(reps.shape)
@@ -67,8 +69,6 @@ def _studentized_union(bounds, point, reps, var_reps, *, level: float, shift: fl
     low = np.clip(point - u_hi + shift, 0.0, 1.0)
     if lower == "union":
         low = np.minimum(out[..., 0], low)
-    elif lower != "studentized":
-        raise ValueError(f"lower must be 'union' or 'studentized', got {lower!r}")
     out[..., 0] = np.where(inner, low, out[..., 0])
     out[..., 1] = np.where(inner, np.maximum(out[..., 1], np.clip(point - u_lo + shift, 0.0, 1.0)), out[..., 1])
     return out
