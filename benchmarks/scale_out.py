@@ -1,9 +1,9 @@
 """Bytes that reach the client, and wall times, for a lazy Photohead cube: threaded, LocalCluster(2), in memory.
 
-The EER, FNMR at FMR, the exact DET and the bootstrap's per-subject sufficient statistics
-on a lazily generated Photohead cube (default 200 subjects x 4 images x 80
-collections against 800 references: 51 M float32 scores, 205 MB), each
-computed three ways with identical results:
+The EER, FNMR at FMR, the exact DET and the EER with its 1,000-replicate
+subject-bootstrap interval on a lazily generated Photohead cube (default
+200 subjects x 4 images x 80 collections against 800 references: 51 M
+float32 scores, 205 MB), each computed three ways with identical results:
 
 - dask's threaded scheduler on the lazy cube;
 - a ``dask.distributed`` LocalCluster of 2 worker processes (1 thread each)
@@ -12,21 +12,23 @@ computed three ways with identical results:
 
 Bytes to the client: for the threaded scheduler, the ``dask.sizeof`` of
 everything ``dask.compute`` (and ``dask.array.compute``, which xarray's
-``.compute()`` calls) hands back; on the cluster, the bytes the workers
-sent to anyone but another worker (their ``transfer_outgoing_log``: the
-client's gathers), which also counts what xarray's ``.compute()`` pulls.
+``.compute()`` calls) hands back (what ``dask.persist`` keeps stays in the
+process: on one machine there is no other place); on the cluster, the
+bytes the workers sent to anyone but another worker (their
+``transfer_outgoing_log``: the client's gathers), which also counts what
+xarray's ``.compute()`` pulls.
 
-The bootstrap statistics of a lazy cube are counted blockwise
-(:mod:`bioxr._core.blockstats`): the client receives the statistics
-themselves (the mated scores, the counts per (threshold bin, subject
-pair)), plus for the default grid a sample of the non-mated scores and the
-scores of the few intervals holding the grid's exact quantiles. Those
-statistics are O(bins x pairs), independent of the number of scores;
-``--scale K`` also counts them on a cube of K times the collections
-(threaded scheduler only, in a child process whose peak memory is
-printed), so their share at scale is visible.
+The bootstrap of a lazy cube counts its per-subject sufficient statistics
+blockwise (:mod:`bioxr._core.blockstats`) and keeps them where they were
+assembled, on a worker (``dask.persist``); the replicates and the interval
+are computed there (:meth:`bioxr.bootstrap._stats._Stats.remote`), so the
+client receives the grid's points, the subjects' codes, the replicates'
+EERs and the point EER's own passes, never the statistics (printed for
+scale: O(bins x pairs), a third of this cube). ``--scale K`` also runs the
+interval on a cube of K times the collections (threaded scheduler only, in
+a child process whose peak memory is printed).
 
-    python benchmarks/scale_out.py [--collections 80] [--chunk 4] [--scale 4]
+    python benchmarks/scale_out.py [--collections 80] [--chunk 4] [--scale 4] [--replicates 1000]
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ import numpy as np
 from dask.sizeof import sizeof
 
 import bioxr
-from bioxr import verification
+from bioxr import bootstrap, verification
 from bioxr.bootstrap._stats import _Stats
 
 
@@ -111,21 +113,25 @@ def _peak_resident() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def _interval(cube, n_replicates: int):
+    return bootstrap.eer_interval(cube, n_replicates=n_replicates, seed=1)
+
+
 def _scale_child(args) -> None:
-    """In a child process: the bootstrap statistics of a cube with ``--scale`` times the collections, threaded."""
+    """In a child process: the EER interval of a cube with ``--scale`` times the collections, threaded."""
     collections = args.collections * args.scale
     lazy = bioxr.simulate.photohead(n_subjects=args.subjects, n_images=4, n_collections=collections, seed=args.seed,
                                     chunks={"collection": args.chunk})
     with dask.config.set(scheduler="threads"), Received() as got:
         start = time.perf_counter()
-        stats = _Stats(lazy, None, "subject")
+        res = _interval(lazy, args.replicates)
         took = time.perf_counter() - start
     peak = _peak_resident()
+    lo, hi = res.eer_interval.values
     print(f"{collections} collections: {lazy.size / 1e6:.0f} M scores, {lazy.nbytes / 1e6:.0f} MB, "
-          f"{lazy.data.npartitions} chunks; bootstrap statistics (threaded) {took:.1f} s, client/cube "
-          f"{got.total / lazy.nbytes:.4f}, the statistics {_held(stats) / lazy.nbytes:.4f} x the cube "
-          f"({stats.count_f32.size / 1e6:.1f} M (bin, pair) counts, grid {stats.grid.size}), client/statistics "
-          f"{got.total / _held(stats):.3f}, peak resident {peak / 1e9:.2f} GB")
+          f"{lazy.data.npartitions} chunks; EER {float(res.eer):.4f} [{lo:.4f}, {hi:.4f}] with "
+          f"{args.replicates} replicates (threaded) in {took:.1f} s, client/cube {got.total / lazy.nbytes:.4f}, "
+          f"peak resident {peak / 1e9:.2f} GB")
 
 
 def main() -> None:
@@ -134,9 +140,10 @@ def main() -> None:
     parser.add_argument("--collections", type=int, default=80)
     parser.add_argument("--chunk", type=int, default=4, help="collections per chunk")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--no-bootstrap", action="store_true", help="leave out the bootstrap statistics")
+    parser.add_argument("--replicates", type=int, default=1000, help="of the EER interval's subject bootstrap")
+    parser.add_argument("--no-bootstrap", action="store_true", help="leave out the EER interval")
     parser.add_argument("--scale", type=int, default=0,
-                        help="also the bootstrap statistics of a cube with this many times the collections (threaded)")
+                        help="also the EER interval of a cube with this many times the collections (threaded)")
     parser.add_argument("--scale-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.scale_child:
@@ -152,10 +159,10 @@ def main() -> None:
         "EER (rocch)": lambda c: verification.eer(c),
         "FNMR@FMR 1e-2, 1e-3": lambda c: verification.fnmr_at_fmr(c, [1e-2, 1e-3]),
         "exact DET (corners)": lambda c: verification.det_curve(c),
-        "bootstrap statistics": lambda c: _Stats(c, None, "subject"),
+        f"EER, {args.replicates} reps": lambda c: _interval(c, args.replicates),
     }
     if args.no_bootstrap:
-        del jobs["bootstrap statistics"]
+        del jobs[f"EER, {args.replicates} reps"]
     rows = {name: {} for name in jobs}
     results = {name: {} for name in jobs}
     with dask.config.set(scheduler="threads"):
@@ -193,14 +200,14 @@ def main() -> None:
         return
     stats = _Stats(eager, None, "subject")
     held = _held(stats)
-    client = rows["bootstrap statistics"]["threads"][1]
-    print(f"the bootstrap statistics themselves (grid {stats.grid.size} thresholds, {stats.n_units} subjects, "
-          f"{stats.count_f32.size / 1e6:.1f} M (bin, pair) counts): {held / nbytes:.3f} x the cube; the client "
-          f"received {client / held:.3f} x the statistics (threaded)")
+    print(f"the bootstrap's statistics (grid {stats.grid.size} thresholds, {stats.n_units} subjects, "
+          f"{stats.count_f32.size / 1e6:.1f} M (bin, pair) counts) are {held / nbytes:.3f} x the cube: they stay on "
+          "the workers, with the replicates")
     del eager, stats
     if args.scale:
         cmd = [sys.executable, __file__, "--scale-child", "--scale", str(args.scale), "--subjects", str(args.subjects),
-               "--collections", str(args.collections), "--chunk", str(args.chunk), "--seed", str(args.seed)]
+               "--collections", str(args.collections), "--chunk", str(args.chunk), "--seed", str(args.seed),
+               "--replicates", str(args.replicates)]
         subprocess.run(cmd, check=True)
 
 

@@ -28,7 +28,7 @@ dask = pytest.importorskip("dask")
 import bioxr  # noqa: E402
 from bioxr import bootstrap, failures  # noqa: E402
 from bioxr._core import blockstats  # noqa: E402
-from bioxr.bootstrap._stats import _Stats  # noqa: E402
+from bioxr.bootstrap._stats import GRID_SIZE, _Stats  # noqa: E402
 from bioxr.claims import claim_test  # noqa: E402
 
 pytestmark = [pytest.mark.filterwarnings("ignore::ResourceWarning"),
@@ -334,16 +334,34 @@ def test_client_receives_the_statistics_not_the_cube(big_cube, received):
     assert_same_stats(stats, _Stats(big_cube.compute(), t, "subject"))
 
 
-def test_client_receives_the_statistics_and_a_sample_for_the_default_grid(big_cube, received):
+def test_client_receives_the_grid_not_the_sample_for_the_default_grid(big_cube, received):
     stats = _Stats(big_cube, None, "subject")
     n_sample = max(blockstats.SAMPLE_MIN, np.sqrt(blockstats.SAMPLE_FACTOR * big_cube.size))
-    # besides the statistics: the sample (8 bytes a score), counts at edges taken from it (4 bytes an edge) and
-    # the scores of the intervals holding the wanted ranks (16 bytes each: about two strides a rank)
-    extra = 8 * n_sample + 4 * n_sample + 16 * 400 * 2 * big_cube.size / n_sample
-    assert len(received) == 4  # first pass, counts, gather, pairs
-    assert sum(received) <= _held(stats) + extra + (1 << 14), (sum(received), _held(stats), extra)
-    assert sum(received) < big_cube.nbytes
+    # the passes send back counts, the grid's points (at most 4 x GRID_SIZE scores, read off the mated scores
+    # and the order statistics) and the subjects' codes; the mated scores, the sample, the counts at its edges and
+    # the gathered intervals stay where they were computed. The last compute brings the statistics themselves.
+    *passes, last = received
+    assert len(passes) == 4, received  # first-pass counts, mated quantiles, order statistics, codes
+    assert sum(passes) <= 16 * 4 * GRID_SIZE + (1 << 13) < 8 * n_sample, (passes, n_sample)
+    assert _held(stats) <= last <= _held(stats) + (1 << 12), (last, _held(stats))
     assert_same_stats(stats, _Stats(big_cube.compute(), None, "subject"))
+
+
+@pytest.mark.parametrize("what", ["bootstrap_curve", "fnmr_at_fmr_interval", "eer_interval"])
+def test_bootstrap_functions_send_back_their_results_only(big_cube, received, what):
+    """The replicates run where the statistics are kept: neither travels, only the band or the interval."""
+    from dask.sizeof import sizeof
+
+    base = 0
+    if what == "eer_interval":  # the point EER's own passes (tests/test_distributed.py bounds them)
+        bioxr.verification.eer(big_cube)
+        base = sum(received)
+    received.clear()
+    got = CALLS[what](big_cube, "exclude")
+    held = _held(_Stats(big_cube.compute(), None, "subject"))
+    assert sum(received) - base <= sizeof(got) + 16 * 4 * GRID_SIZE + (1 << 13), (received, base, sizeof(got))
+    assert sum(received) - base < held / 4, (received, held)
+    xr.testing.assert_identical(got, CALLS[what](big_cube.compute(), "exclude"))
 
 
 # ------------------------------------------------------------------ a cluster
@@ -356,6 +374,21 @@ def test_statistics_on_a_local_cluster_equal_in_memory():
         with dask.config.set(scheduler=client):
             lazy = lazy.persist()  # the blocks live on the workers
             assert_same_stats(_Stats(lazy, None, "subject", "nist"), _Stats(cube, None, "subject", "nist"))
+            base = _to_client(client, lambda: bioxr.verification.eer(lazy, failure_policy="nist"))
+            got = []
+            sent = _to_client(client, lambda: got.append(CALLS["eer_interval"](lazy, "nist")))
+        xr.testing.assert_identical(got[0], CALLS["eer_interval"](cube, "nist"))
+        # besides the point EER's passes: the grid, the replicates' EERs and the subjects' codes, not the statistics
+        assert sent - base < _held(_Stats(cube, None, "subject", "nist")) / 4, (sent, base)
+
+
+def _to_client(client, call) -> int:
+    """Bytes the workers sent to anyone but another worker (their transfer logs) during ``call()``."""
+    client.run(lambda dask_worker: dask_worker.transfer_outgoing_log.clear())
+    call()
+    workers = set(client.scheduler_info()["workers"])
+    logs = client.run(lambda dask_worker: [(e["who"], e["total"]) for e in dask_worker.transfer_outgoing_log])
+    return sum(total for log in logs.values() for who, total in log if who not in workers)
 
 
 @pytest.mark.parametrize("n_subjects, kind", [(40, "similarity"), (260, "similarity"), (260, "distance")])

@@ -36,6 +36,7 @@ and the counts of ``_Stats``), element for element.
 from __future__ import annotations
 
 import functools
+import operator
 
 import numpy as np
 import pandas as pd
@@ -43,11 +44,11 @@ import xarray as xr
 
 from ..comparisons import COMPARISON, FAILURE_COORDS, canonical, has_subjects, validate_comparison_list
 from ..cube import SYSTEM, pooled_dims, probe_dims, reduce_dims
-from .blockwise import SPLIT_EVERY, Layout, is_chunked
+from .blockwise import SPLIT_EVERY, Layout, defer, fetch, is_chunked
 from .checks import check_policy
 from .errors import ScoreCubeError
 
-__all__ = ["is_lazy", "LazyComparisons", "linear_quantiles", "nonmated_summary", "pairs_from_keys"]
+__all__ = ["defer", "fetch", "is_lazy", "LazyComparisons", "linear_quantiles", "nonmated_summary", "pairs_from_keys"]
 
 #: The sample of non-mated scores that places the edges of the count pass: at least this many scores ...
 SAMPLE_MIN = 4096
@@ -528,11 +529,15 @@ class LazyComparisons:
     #: Read a cube's blocks one at a time through its chunk manager even on dask (as for another engine).
     by_blocks = False
 
-    def _run(self, chunk, args, combine, finish=None, finish_args=()):
+    def _run(self, chunk, args, combine, finish=None, finish_args=(), keep=False):
         """``finish(combine(...chunk(block b, *args(b))...))``: in a tree on dask, block by block otherwise.
 
         A list whose chunks are not dask's is read through ``numpy.asarray``
-        (loaded, one variable at a time).
+        (loaded, one variable at a time). With ``keep``, a dask result is
+        persisted where it was computed (on the workers of a cluster) and
+        returned as a Delayed, for later tasks (:func:`defer`) to use
+        there; other engines return it computed. ``args(b)`` and
+        ``finish_args`` may hold Delayed objects.
         """
         if self.form == "cube" and (self.by_blocks or not hasattr(self.values, "to_delayed")):
             return self._run_local(chunk, args, combine, finish, finish_args)
@@ -559,7 +564,7 @@ class LazyComparisons:
         root = parts[0] if parts else dask.delayed(combine, pure=True)()
         if finish is not None:
             root = dask.delayed(finish, pure=True)(root, *finish_args)
-        (out,) = dask.compute(root)
+        (out,) = dask.persist(root) if keep else dask.compute(root)
         return out
 
     def _run_local(self, chunk, args, combine, finish, finish_args):
@@ -580,31 +585,35 @@ class LazyComparisons:
         size = int(min(self.n_cells, max(SAMPLE_MIN, np.sqrt(SAMPLE_FACTOR * self.n_cells))))
         return max(1, self.n_cells // max(size, 1))
 
-    def first_pass(self, grid: bool, cap: int) -> dict:
+    def first_pass(self, grid: bool, cap: int):
         """Mated scores and subjects, non-mated counts, and (``grid``) the sample and the few distinct scores.
 
-        Returns a dict: ``m_scores`` (float64, similarity orientation, the
-        in-memory order), ``m_unit`` (codes: a cube's provisional ones, a
-        list's among :attr:`units`), ``n_nonmated`` (with failures),
-        ``n_finite`` (finite non-mated scores), ``sample`` and ``distinct``
-        (or None), ``stride``.
+        Returns ``(small, kept)``. ``small``, on the client, is a dict:
+        ``n_mated``, ``n_nonmated`` (with failures), ``n_finite`` (finite
+        non-mated scores), ``distinct`` (or None) and ``stride``. ``kept``
+        holds ``m_scores`` (float64, similarity orientation, the in-memory
+        order), ``m_unit`` (codes: a cube's provisional ones, a list's
+        among :attr:`units`) and ``sample`` (or None): on dask a Delayed
+        persisted where it was computed, for :func:`defer` to use there
+        (the mated scores and the sample never reach the client).
         """
         stride = self.sample_stride() if grid else 0
         s, nist = self.sign, self.nist
         if self.form == "cube":
-            out = self._run(_cube_first, lambda b: (self._block_args[b][2], self.n_ref, s, nist, stride, cap),
-                            _first_combine, _first_finish)
+            root = self._run(_cube_first, lambda b: (self._block_args[b][2], self.n_ref, s, nist, stride, cap),
+                             _first_combine, _first_finish, keep=True)
         else:
-            out = self._run(_list_first, lambda b: (int(self.offsets[b]), s, nist, stride, cap,
-                                                   None if self._system is None else self._system[b]),
-                            _first_combine)
-            self._list_checks(out)
-            units = pd.Index(pd.unique(np.concatenate([out.pop("p_units"), out.pop("r_units")]))).sort_values()
+            root = self._run(_list_first, lambda b: (int(self.offsets[b]), s, nist, stride, cap,
+                                                    None if self._system is None else self._system[b]),
+                             _first_combine, keep=True)
+        small = fetch(defer(_first_small, root, keep=False))
+        small["stride"] = stride
+        units = None
+        if self.form == "list":
+            self._list_checks(small)
+            units = pd.Index(pd.unique(np.concatenate([small.pop("p_units"), small.pop("r_units")]))).sort_values()
             self._units = units
-            out["m_unit"] = units.get_indexer(out["m_unit"]).astype(np.int32)
-        out["m_scores"] = out.pop("m_vals")
-        out["stride"] = stride
-        return out
+        return small, defer(_first_kept, root, units)
 
     def _list_checks(self, out):
         from .groups import _refuse_systems
@@ -629,13 +638,12 @@ class LazyComparisons:
             _refuse_systems(xr.Dataset({"score": (COMPARISON, np.zeros(len(systems)))},
                                        coords={SYSTEM: (COMPARISON, systems)}))
 
-    def _pass(self, cube_fn, list_fn, extra, combine, finish=None, finish_args=()):
+    def _pass(self, cube_fn, list_fn, extra, combine, finish=None, finish_args=(), keep=False):
         s, nist = self.sign, self.nist
-        if self.form == "cube":
-            return self._run(cube_fn, lambda b: (s, nist, *extra), combine, finish, finish_args)
-        return self._run(list_fn, lambda b: (s, nist, *extra), combine, finish, finish_args)
+        fn = cube_fn if self.form == "cube" else list_fn
+        return self._run(fn, lambda b: (s, nist, *extra), combine, finish, finish_args, keep)
 
-    def order_statistics(self, ranks: np.ndarray, sample: np.ndarray, n: int) -> np.ndarray:
+    def order_statistics(self, ranks: np.ndarray, sample, n: int) -> np.ndarray:
         """The finite non-mated scores of the given (sorted, 0-based) ranks, exactly, in two passes.
 
         A count pass counts the scores between edges taken from the sorted
@@ -644,70 +652,49 @@ class LazyComparisons:
         the interval holding each rank is then known exactly. A gather pass
         returns the distinct scores (with counts) of those intervals only.
         Whatever the sample, the answer is exact; a poor sample only makes
-        the gathered intervals larger.
+        the gathered intervals larger. ``sample`` may be a Delayed (kept
+        on the workers): the edges, counts and gathered scores then stay
+        there too, and only the order statistics reach the client.
         """
-        s = np.sort(sample)
-        m = s.size
         ranks = np.asarray(ranks, dtype=np.int64)
-        if m == 0:
-            edges = np.empty(0)
-        else:
-            p = ranks / n
-            pos = p * m
-            sd = np.sqrt(m * p * (1 - p))
-            lo = np.clip(np.floor(pos - MARGIN * sd - 2), 0, m - 1).astype(np.int64)
-            hi = np.clip(np.ceil(pos + MARGIN * sd + 2), 0, m - 1).astype(np.int64)
-            mark = np.zeros(m + 1, dtype=np.int64)
-            np.add.at(mark, lo, 1)
-            np.add.at(mark, hi + 1, -1)
-            edges = np.unique(s[np.cumsum(mark[:-1]) > 0])
+        edges = defer(_edges_around, sample, ranks, n)
         # counts summed over the whole data never exceed its cells: 4 bytes an edge where that fits
         dtype = np.uint32 if self.n_cells < 2**32 else np.int64
-        counts = self._pass(_cube_counts, _list_counts, (edges, dtype), _sum)
-        cum = np.cumsum(counts, dtype=np.int64)
-        if cum[-1] != n:
-            raise RuntimeError(f"the count pass saw {cum[-1]} finite non-mated scores, the first pass {n}.")
-        which = np.searchsorted(cum, ranks, side="right")  # the interval [edges[i-1], edges[i]) holding each rank
-        base = np.where(which > 0, cum[which - 1], 0)
-        chosen = np.unique(which)
-        ext = np.concatenate([[-np.inf], edges, [np.inf]])  # interval i is [ext[i], ext[i + 1])
-        run_start = np.r_[True, np.diff(chosen) > 1]
-        run_end = np.r_[np.diff(chosen) > 1, True]
-        bounds = np.empty(2 * int(run_start.sum()))
-        bounds[0::2] = ext[chosen[run_start]]
-        bounds[1::2] = ext[chosen[run_end] + 1]
-        values, vcounts = self._pass(_cube_inside, _list_inside, (bounds,), _merge_counts) or (np.empty(0), np.empty(0))
-        cc = np.cumsum(vcounts)
-        start = np.searchsorted(values, ext[which], side="left")
-        offset = np.where(start > 0, cc[np.maximum(start - 1, 0)], 0)
-        idx = np.searchsorted(cc, offset + (ranks - base), side="right")
-        return values[idx]
+        counts = self._pass(_cube_counts, _list_counts, (edges, dtype), _sum, keep=True)
+        plan = defer(_gather_plan, counts, edges, ranks, n)
+        bounds = defer(operator.itemgetter("bounds"), plan, keep=False)
+        found = self._pass(_cube_inside, _list_inside, (bounds,), _merge_counts, keep=True)
+        return fetch(defer(_picked, found, plan, ranks, keep=False))
 
     def _key_units(self) -> int:
         return self.n_codes if self.form == "cube" else len(self._units)
 
-    def pair_counts(self, grid: np.ndarray, mated_units: np.ndarray) -> dict:
+    def pair_counts(self, grid: np.ndarray, kept):
         """The non-mated statistics at ``grid`` (similarity orientation, ascending), and the final subjects.
 
-        Returns the arrays of :func:`pairs_from_keys`, ``units`` (the sorted
-        subjects that occur, as in memory) and ``lut`` (a cube's
-        provisional code to final code, or None).
+        ``kept`` is the second value of :meth:`first_pass`. Returns
+        ``(pairs, lut, units)``: the arrays of :func:`pairs_from_keys` in a
+        dict (on dask a Delayed, kept where it was computed), a cube's
+        provisional code to final code (or None), and ``units``, the
+        sorted subjects that occur, as in memory.
         """
         space = (grid.size + 1) * self._key_units() ** 2
         merge = functools.partial(_merge_pairs, space=int(space))
         if self.form == "cube":
             n = self.n_codes
-            out = self._pass(_cube_pairs, None, (grid, n), merge, _pairs_finish, (n, np.unique(mated_units), True))
-            seen = np.flatnonzero(out["lut"] >= 0)
+            mated = defer(_mated_units, kept, keep=False)
+            pairs = self._pass(_cube_pairs, None, (grid, n), merge, _pairs_finish, (n, mated, True), keep=True)
+            lut = fetch(defer(operator.itemgetter("lut"), pairs, keep=False))
+            seen = np.flatnonzero(lut >= 0)
             rows, refs = self._labels
             p = rows[np.isin(self._punit, seen)]
             r = refs[np.isin(self._runit, seen)]
-            out["units"] = np.asarray(pd.Index(pd.unique(np.concatenate([pd.unique(p), pd.unique(r)]))).sort_values())
-            return out
+            units = np.asarray(pd.Index(pd.unique(np.concatenate([pd.unique(p), pd.unique(r)]))).sort_values())
+            return pairs, lut, units
         units = self._units
-        out = self._pass(None, _list_pairs, (grid, units), merge, _pairs_finish, (len(units), None, False))
-        out["units"] = np.asarray(units)
-        return out
+        pairs = self._pass(None, _list_pairs, (grid, units), merge, _pairs_finish, (len(units), None, False),
+                           keep=True)
+        return pairs, None, np.asarray(units)
 
 
 def nonmated_summary(data, failure_policy: str = "exclude", top=()) -> dict:
@@ -720,20 +707,92 @@ def nonmated_summary(data, failure_policy: str = "exclude", top=()) -> dict:
     :func:`bioxr._core.flat_comparisons` gives, in blockwise passes.
     """
     source = LazyComparisons(data, failure_policy)
-    first = source.first_pass(grid=True, cap=None)
-    pairs = source.pair_counts(np.array([np.inf]), first["m_unit"])
-    n = first["n_finite"]
+    small, kept = source.first_pass(grid=True, cap=None)
+    pairs, _, _ = source.pair_counts(np.array([np.inf]), kept)
+    n = small["n_finite"]
     ks = sorted({int(k) for k in top if n >= k})
     ranks = np.array([n - k for k in ks], dtype=np.int64)
     if not ks:
         values = np.empty(0)
-    elif first["stride"] == 1:  # the sample holds every finite non-mated score
-        values = np.sort(first["sample"])[ranks]
+    elif small["stride"] == 1:  # the sample holds every finite non-mated score
+        values = fetch(defer(_sample_at, kept, ranks, keep=False))
     else:
         order = np.argsort(ranks)
         values = np.empty(ranks.size)
-        values[order] = source.order_statistics(ranks[order], first["sample"], n)
+        values[order] = source.order_statistics(ranks[order], defer(_sample, kept, keep=False), n)
+    return dict(**fetch(defer(_pair_units, pairs, keep=False)), kind=source.kind, n_finite=n,
+                top=dict(zip(ks, values.tolist())))
+
+
+# ------------------------------------------------------------------ tasks where the data are
+def _first_small(root) -> dict:
+    out = {k: v for k, v in root.items() if k not in ("m_vals", "m_unit", "m_pos", "sample")}
+    out["n_mated"] = int(root["m_vals"].size)
+    return out
+
+
+def _first_kept(root, units) -> dict:
+    m_unit = root["m_unit"] if units is None else units.get_indexer(root["m_unit"]).astype(np.int32)
+    return dict(m_scores=root["m_vals"], m_unit=m_unit, sample=root["sample"])
+
+
+def _sample(kept):
+    return kept["sample"]
+
+
+def _sample_at(kept, ranks):
+    return np.sort(kept["sample"])[ranks]
+
+
+def _mated_units(kept):
+    return np.unique(kept["m_unit"])
+
+
+def _pair_units(pairs) -> dict:
     a, c = pairs["pair_a"], pairs["pair_c"]
     return dict(units=int(np.unique(np.concatenate([a, c])).size), probe_units=int(np.unique(a).size),
-                reference_units=int(np.unique(c).size), kind=source.kind, n_finite=n,
-                top=dict(zip(ks, values.tolist())))
+                reference_units=int(np.unique(c).size))
+
+
+def _edges_around(sample, ranks, n):
+    """Sample points within ``MARGIN`` standard deviations (and two points) of each rank's expected place."""
+    s = np.sort(sample)
+    m = s.size
+    if m == 0:
+        return np.empty(0)
+    p = ranks / n
+    pos = p * m
+    sd = np.sqrt(m * p * (1 - p))
+    lo = np.clip(np.floor(pos - MARGIN * sd - 2), 0, m - 1).astype(np.int64)
+    hi = np.clip(np.ceil(pos + MARGIN * sd + 2), 0, m - 1).astype(np.int64)
+    mark = np.zeros(m + 1, dtype=np.int64)
+    np.add.at(mark, lo, 1)
+    np.add.at(mark, hi + 1, -1)
+    return np.unique(s[np.cumsum(mark[:-1]) > 0])
+
+
+def _gather_plan(counts, edges, ranks, n) -> dict:
+    """From the counts between edges: the interval holding each rank, and the bounds of those to gather."""
+    cum = np.cumsum(counts, dtype=np.int64)
+    if cum[-1] != n:
+        raise RuntimeError(f"the count pass saw {cum[-1]} finite non-mated scores, the first pass {n}.")
+    which = np.searchsorted(cum, ranks, side="right")  # the interval [edges[i-1], edges[i]) holding each rank
+    base = np.where(which > 0, cum[which - 1], 0)
+    chosen = np.unique(which)
+    ext = np.concatenate([[-np.inf], edges, [np.inf]])  # interval i is [ext[i], ext[i + 1])
+    run_start = np.r_[True, np.diff(chosen) > 1]
+    run_end = np.r_[np.diff(chosen) > 1, True]
+    bounds = np.empty(2 * int(run_start.sum()))
+    bounds[0::2] = ext[chosen[run_start]]
+    bounds[1::2] = ext[chosen[run_end] + 1]
+    return dict(bounds=bounds, which=which, base=base, ext=ext)
+
+
+def _picked(found, plan, ranks):
+    """The order statistics from the gathered intervals' distinct scores and counts."""
+    values, vcounts = found or (np.empty(0), np.empty(0))
+    cc = np.cumsum(vcounts)
+    start = np.searchsorted(values, plan["ext"][plan["which"]], side="left")
+    offset = np.where(start > 0, cc[np.maximum(start - 1, 0)], 0)
+    idx = np.searchsorted(cc, offset + (ranks - plan["base"]), side="right")
+    return values[idx]

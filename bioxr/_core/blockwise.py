@@ -400,3 +400,33 @@ class CountedPool(Pool):
         counted = np.where(top, 0, self._ge_counted[pos])
         above = np.where(top, 0, self.n_above)
         return ge(self._pool) + counted + above - ge(self.mated) - ge(self.excluded)
+
+
+# ------------------------------------------------------------------ tasks where the data are
+def defer(fn, *args, keep: bool = True):
+    """``fn(*args)``, run where its arguments live.
+
+    When any argument is a dask Delayed (a result :meth:`LazyComparisons._run`
+    kept on the workers), a task: persisted there with ``keep`` (for more
+    tasks to use), else left for :func:`fetch` to compute, so that only its
+    result travels. With no Delayed argument, ``fn(*args)`` now.
+    """
+    from dask.delayed import Delayed
+
+    if not any(isinstance(a, Delayed) for a in args):
+        return fn(*args)
+    import dask
+
+    out = dask.delayed(fn, pure=True)(*args)
+    return dask.persist(out)[0] if keep else out
+
+
+def fetch(value):
+    """The value of a Delayed (computed, brought to the client); anything else as it is."""
+    from dask.delayed import Delayed
+
+    if isinstance(value, Delayed):
+        import dask
+
+        return dask.compute(value)[0]
+    return value

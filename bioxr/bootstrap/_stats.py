@@ -63,30 +63,48 @@ def _fmr_levels(n_nonmated: int, size: int) -> np.ndarray:
     return np.geomspace(max(1.0 / max(n_nonmated, 1), 1e-7), 1.0, size)
 
 
-def _lazy_grid(source, first: dict, size: int = GRID_SIZE) -> np.ndarray:
+def _lazy_grid(source, small: dict, kept, size: int = GRID_SIZE) -> np.ndarray:
     """:func:`_default_grid` of a lazy cube or list, the same array, without loading its scores.
 
-    The distinct scores come from the first pass when few; otherwise the
-    mated quantiles from the mated scores (which the first pass gathers)
-    and the non-mated ones from exact order statistics
-    (:meth:`bioxr._core.blockstats.LazyComparisons.order_statistics`),
-    interpolated as ``np.quantile`` does.
+    ``small, kept`` are what :meth:`bioxr._core.blockstats.LazyComparisons.first_pass`
+    returns. The distinct scores come from the first pass when few;
+    otherwise the mated quantiles from the mated scores (which the first
+    pass keeps where it ran) and the non-mated ones from exact order
+    statistics (:meth:`~bioxr._core.blockstats.LazyComparisons.order_statistics`),
+    interpolated as ``np.quantile`` does. Only the grid's points reach the client.
     """
-    from .._core.blockstats import linear_quantiles
+    from .._core.blockstats import _sample, defer, fetch, linear_quantiles
 
-    mated = first["m_scores"][np.isfinite(first["m_scores"])]
-    if first["distinct"] is not None:
-        scores = np.unique(np.concatenate([mated, first["distinct"]]))
-        if scores.size <= 4 * size:
-            return scores
-    q_m = np.quantile(mated, np.linspace(0, 1, size))
-    n = first["n_finite"]
+    if small["distinct"] is not None:
+        few = fetch(defer(_few_scores, kept, small["distinct"], 4 * size, keep=False))
+        if few is not None:
+            return few
+    q_m = fetch(defer(_mated_quantiles, kept, size, keep=False))
+    n = small["n_finite"]
     q = 1 - _fmr_levels(n, size)
-    if n == 0 or first["stride"] == 1:  # the sample holds every finite non-mated score
-        q_n = np.quantile(first["sample"], q)
+    if n == 0 or small["stride"] == 1:  # the sample holds every finite non-mated score
+        q_n = fetch(defer(_sample_quantiles, kept, q, keep=False))
     else:
-        q_n = linear_quantiles(lambda ranks: source.order_statistics(ranks, first["sample"], n), n, q)
+        sample = defer(_sample, kept, keep=False)
+        q_n = linear_quantiles(lambda ranks: source.order_statistics(ranks, sample, n), n, q)
     return np.unique(np.concatenate([q_m, q_n]))
+
+
+def _finite_mated(kept):
+    return kept["m_scores"][np.isfinite(kept["m_scores"])]
+
+
+def _few_scores(kept, distinct, cap):
+    scores = np.unique(np.concatenate([_finite_mated(kept), distinct]))
+    return scores if scores.size <= cap else None
+
+
+def _mated_quantiles(kept, size):
+    return np.quantile(_finite_mated(kept), np.linspace(0, 1, size))
+
+
+def _sample_quantiles(kept, q):
+    return np.quantile(kept["sample"], q)
 
 
 def _check_thresholds(thresholds):
@@ -106,18 +124,42 @@ class _Stats:
     """
 
     def __init__(self, data, thresholds, unit: str, failure_policy: str = "exclude"):
-        if unit != "subject":
-            raise ValueError("only unit='subject' is supported: subjects are what both sides share.")
+        _check_unit(unit)
         from .._core import blockstats
 
-        policy = "exclude" if failure_policy == "iso" else failure_policy
         if blockstats.is_lazy(data):
-            self._init_lazy(data, thresholds, policy)
-        else:
-            self._init_memory(data, thresholds, policy)
-        self.iso = None
-        if failure_policy == "iso":
-            self.iso = self._iso_units(data)
+            vars(self).update(vars(blockstats.fetch(self.remote(data, thresholds, unit, failure_policy))))
+            return
+        policy = "exclude" if failure_policy == "iso" else failure_policy
+        self._init_memory(data, thresholds, policy)
+        self.iso = _iso_units(data, self.units) if failure_policy == "iso" else None
+
+    @classmethod
+    def remote(cls, data, thresholds, unit: str, failure_policy: str = "exclude"):
+        """The statistics of a lazy cube or list, built where its blocks are: a dask Delayed (persisted).
+
+        The passes of :mod:`bioxr._core.blockstats` run on the blocks and
+        the statistics are assembled in a task on the workers, where they
+        stay: a task given them (:func:`bioxr._core.blockstats.defer`)
+        computes replicates there, and only its result travels. On an
+        engine other than dask the passes read one block at a time and the
+        statistics are returned built. Element for element the in-memory
+        statistics.
+        """
+        from .._core.blockstats import LazyComparisons, defer
+
+        _check_unit(unit)
+        policy = "exclude" if failure_policy == "iso" else failure_policy
+        source = LazyComparisons(data, policy)
+        t = _check_thresholds(thresholds)
+        small, kept = source.first_pass(grid=t is None, cap=4 * GRID_SIZE)
+        if small["n_mated"] == 0 or small["n_nonmated"] == 0:
+            raise ValueError("the bootstrap needs both mated and non-mated comparisons.")
+        sign = source.sign
+        grid = _lazy_grid(source, small, kept) if t is None else np.sort(sign * t)
+        pairs, lut, units = source.pair_counts(grid, kept)
+        iso = _iso_units(data, units) if failure_policy == "iso" else None
+        return defer(_assembled, source.kind, grid, sign, units, kept, lut, pairs, iso)
 
     def _init_memory(self, data, thresholds, policy):
         scores, p_unit, r_unit, mated, self.kind = flat_comparisons(data, failure_policy=policy)
@@ -153,26 +195,9 @@ class _Stats:
         del key
         self._set_pairs(uniq, counts)
 
-    def _init_lazy(self, data, thresholds, policy):
-        """The same statistics from blockwise passes: only they (and, for the default grid, a sample) travel."""
-        from .._core.blockstats import LazyComparisons
-
-        source = LazyComparisons(data, policy)
-        self.kind = source.kind
-        sign = source.sign
-        t = _check_thresholds(thresholds)
-        first = source.first_pass(grid=t is None, cap=4 * GRID_SIZE)
-        if first["m_scores"].size == 0 or first["n_nonmated"] == 0:
-            raise ValueError("the bootstrap needs both mated and non-mated comparisons.")
-        self._set_grid(_lazy_grid(source, first) if t is None else np.sort(sign * t), sign)
-        pairs = source.pair_counts(self.grid, first["m_unit"])
-        lut = pairs.pop("lut")
-        m_unit = first["m_unit"] if lut is None else lut[first["m_unit"]]
-        self.units = pairs.pop("units")
-        self.n_units = len(self.units)
-        self._set_mated(first["m_scores"], m_unit)
-        for name, value in pairs.items():
-            setattr(self, name, value)
+    def __sizeof__(self) -> int:  # what dask counts when the statistics travel (dask.sizeof falls back to this)
+        arrays = [v for v in vars(self).values() if isinstance(v, np.ndarray)] + list(self.iso or [])
+        return object.__sizeof__(self) + sum(a.nbytes for a in arrays)
 
     def _set_grid(self, grid, sign):
         self.grid = grid  # similarity orientation, ascending
@@ -372,27 +397,6 @@ class _Stats:
         return out * n / max(n - 1, 1)
 
     # ------------------------------------------------------------ failures (policy "iso")
-    def _iso_units(self, data):
-        """Per subject: references, failed references, probes, failed probes (for FTE_b and FTA_b)."""
-        import inspect
-
-        from .._core import Grouped
-
-        # a lazy list's unit table comes from a pass over its partitions (bioxr._core.partitions), not loaded
-        lazy = {"lazy": True} if "lazy" in inspect.signature(Grouped).parameters else {}
-        groups = Grouped(data, None, failure_policy="iso", **lazy)
-        if not groups.has_failures:
-            return None
-        index = pd.Index(self.units)
-        out = []
-        for table in groups.unit_failure_table():
-            code = index.get_indexer(table["subject"].to_numpy())
-            ok = code >= 0  # units of subjects with no counted comparison cannot be resampled
-            total = np.bincount(code[ok], minlength=self.n_units).astype(np.float64)
-            failed = np.bincount(code[ok], weights=table["failed"].to_numpy()[ok], minlength=self.n_units)
-            out += [failed, total]
-        return out  # fe, n_ref, fa, n_probe
-
     def generalize(self, w, fmr, fnmr):
         """Replicate rates into GFAR and GFRR with each replicate's own FTE and FTA (policy "iso")."""
         if self.iso is None:
@@ -453,6 +457,49 @@ class _Stats:
             with np.errstate(invalid="ignore", divide="ignore"):  # no non-mated comparison drawn: NaN
                 out[s : s + chunk] = (suffix[1:] / suffix[0]).T
         return out
+
+
+def _check_unit(unit):
+    if unit != "subject":
+        raise ValueError("only unit='subject' is supported: subjects are what both sides share.")
+
+
+def _assembled(kind, grid, sign, units, kept, lut, pairs, iso) -> _Stats:
+    """The statistics from the passes' results (a task where they are kept; nothing is modified)."""
+    stats = object.__new__(_Stats)
+    stats.kind = kind
+    stats._set_grid(grid, sign)
+    stats.units = units
+    stats.n_units = len(units)
+    m_unit = kept["m_unit"] if lut is None else lut[kept["m_unit"]]
+    stats._set_mated(kept["m_scores"], m_unit)
+    for name, value in pairs.items():
+        if name != "lut":
+            setattr(stats, name, value)
+    stats.iso = iso
+    return stats
+
+
+def _iso_units(data, units):
+    """Per subject: references, failed references, probes, failed probes (for FTE_b and FTA_b), or None."""
+    import inspect
+
+    from .._core import Grouped
+
+    # a lazy list's unit table comes from a pass over its partitions (bioxr._core.partitions), not loaded
+    lazy = {"lazy": True} if "lazy" in inspect.signature(Grouped).parameters else {}
+    groups = Grouped(data, None, failure_policy="iso", **lazy)
+    if not groups.has_failures:
+        return None
+    index = pd.Index(units)
+    out = []
+    for table in groups.unit_failure_table():
+        code = index.get_indexer(table["subject"].to_numpy())
+        ok = code >= 0  # units of subjects with no counted comparison cannot be resampled
+        total = np.bincount(code[ok], minlength=len(units)).astype(np.float64)
+        failed = np.bincount(code[ok], weights=table["failed"].to_numpy()[ok], minlength=len(units))
+        out += [failed, total]
+    return out  # fe, n_ref, fa, n_probe
 
 
 def _moment_corrected(reps: np.ndarray, point: np.ndarray, target_var: np.ndarray) -> np.ndarray:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import xarray as xr
 
@@ -116,15 +118,35 @@ def bootstrap_replicates(
 
 
 def _replicates(cube, *, thresholds, n_replicates, seed, unit, two_level, progress, failure_policy, fmr_variance,
-                studentise: bool = False) -> xr.Dataset:
+                studentise: bool = False, then=None):
     """:func:`bootstrap_replicates`; with ``studentise``, also ``fmr_replicate_variance`` and
     ``fnmr_replicate_variance`` (replicate, threshold): each replicate's own variance of its FMR (dyadic moments,
     :meth:`_Stats.fmr_variance_replicates`, calibrated by :func:`_calibrated_variance`) and FNMR (cluster-robust),
-    the studentisers of the bootstrap-t."""
+    the studentisers of the bootstrap-t.
+
+    With ``then`` (a picklable function of the replicates), ``then(replicates)`` instead. On a lazy cube or list
+    the statistics are built where its blocks are and kept there (:meth:`_Stats.remote`), the replicates and
+    ``then`` run in a task beside them, and only the result travels: a band or an interval, not the replicates
+    nor the statistics. The progress bar is then not shown."""
+    from .._core.blockstats import defer, fetch, is_lazy
+
     n_replicates = check_replicates(n_replicates, minimum=2)
     _check_fmr_variance(fmr_variance)
-    stats = _Stats(cube, thresholds, unit, failure_policy)
-    root = _entropy(seed)
+    run = functools.partial(_replicates_of, n_replicates=n_replicates, root=_entropy(seed), unit=unit,
+                            two_level=two_level, failure_policy=failure_policy, fmr_variance=fmr_variance,
+                            studentise=studentise, then=then)
+    if is_lazy(cube):  # the statistics stay where they were counted; the replicates (and then) run there too
+        return fetch(defer(run, _Stats.remote(cube, thresholds, unit, failure_policy), keep=False))
+    return run(_Stats(cube, thresholds, unit, failure_policy), progress=progress)
+
+
+def _replicates_of(stats: _Stats, *, n_replicates, root, unit, two_level, failure_policy, fmr_variance, studentise,
+                   then=None, progress=False):
+    """The replicates Dataset of :func:`_replicates` from the statistics, then ``then(replicates)`` if given.
+
+    A pure function of its arguments (the seed's SeedSequence ``root``): on a
+    lazy cube it runs as one task where the statistics are.
+    """
     draws = subject_draws(stats.n_units, n_replicates, seed=root)
     weights = _counts(draws, stats.n_units)
     del draws
@@ -194,7 +216,7 @@ def _replicates(cube, *, thresholds, n_replicates, seed, unit, two_level, progre
             "failure_policy": failure_policy,
         },
     )
-    return ds
+    return ds if then is None else then(ds)
 
 
 def _calibrated_variance(var_reps: np.ndarray, spread: np.ndarray, shrink: np.ndarray) -> np.ndarray:
@@ -399,10 +421,15 @@ def bootstrap_curve(
     level = check_level(level)
     check_interval(interval)
     check_replicates(n_replicates, level=level)
-    reps = _replicates(
+    then = functools.partial(_curve_result, level=level, interval=interval, simultaneous=simultaneous, seed=seed)
+    return _replicates(
         cube, thresholds=thresholds, n_replicates=n_replicates, seed=seed, unit=unit, two_level=two_level,
-        progress=progress, failure_policy=failure_policy, fmr_variance=fmr_variance,
+        progress=progress, failure_policy=failure_policy, fmr_variance=fmr_variance, then=then,
     )
+
+
+def _curve_result(reps: xr.Dataset, *, level, interval, simultaneous, seed) -> xr.Dataset:
+    """:func:`bootstrap_curve`'s Dataset from the replicates."""
     bounds = _curve_bounds(reps, level, interval)
     coords = {"threshold": reps["threshold"].values}
     out = xr.Dataset(
@@ -520,11 +547,17 @@ def fnmr_at_fmr_interval(
     check_interval(interval)
     targets = check_targets(fmr, "fmr", closed=False)
     check_replicates(n_replicates, level=level)
-    reps = _replicates(
+    then = functools.partial(_fnmr_at_fmr_result, targets=targets, level=level, interval=interval, seed=seed,
+                             scalar=np.ndim(fmr) == 0)
+    return _replicates(
         cube, thresholds=thresholds, n_replicates=n_replicates, seed=seed, unit=unit, two_level=two_level,
         progress=progress, failure_policy=failure_policy, fmr_variance=fmr_variance,
-        studentise=interval == "effective",
+        studentise=interval == "effective", then=then,
     )
+
+
+def _fnmr_at_fmr_result(reps: xr.Dataset, *, targets, level, interval, seed, scalar) -> xr.Dataset:
+    """:func:`fnmr_at_fmr_interval`'s Dataset from the replicates."""
     fm, fn = _lenient_to_strict(reps, "fmr"), _lenient_to_strict(reps, "fnmr")
     fm0, fn0 = _lenient_to_strict(reps, "fmr_point"), _lenient_to_strict(reps, "fnmr_point")
     if interval == "effective" and "fmr_dof" in reps:  # the threshold's spread, widened by the FMR variance's t factor
@@ -559,7 +592,7 @@ def fnmr_at_fmr_interval(
                "level": level, "seed": str(seed),
                "operating_point": "most lenient grid threshold with FMR <= target, per replicate"},
     )
-    return out.isel(fmr_target=0) if np.ndim(fmr) == 0 else out
+    return out.isel(fmr_target=0) if scalar else out
 
 
 _KORN_GRAUBARD_TEXT = ("; FMR: the effective count N / deff * (z / t_df)^2, deff from the dyadic moment variance "
@@ -703,19 +736,26 @@ def eer_intervals(cube, *, methods, convention="bioxr", thresholds=None, n_repli
     level = check_level(level)
     check_interval(interval, EER_INTERVALS)
     check_replicates(n_replicates, level=level)
+    from ..verification import eer as exact_eer
+
     rules = [eer_rule(method, convention) for method in methods]
-    reps = _replicates(
+    points = [exact_eer(cube, method=method, convention=convention, failure_policy=failure_policy)
+              for method, _ in rules]
+    then = functools.partial(_eer_results, rules=rules, points=points, convention=convention, level=level,
+                             seed=seed, interval=interval)
+    return _replicates(
         cube, thresholds=thresholds, n_replicates=n_replicates, seed=seed, unit=unit, two_level=two_level,
         progress=progress, failure_policy=failure_policy, fmr_variance=fmr_variance,
-        studentise=interval == "corrected",
+        studentise=interval == "corrected", then=then,
     )
-    return [_eer_from_replicates(cube, reps, method, ties, convention=convention, level=level, seed=seed,
-                                 failure_policy=failure_policy, interval=interval) for method, ties in rules]
 
 
-def _eer_from_replicates(cube, reps, method, ties, *, convention, level, seed, failure_policy, interval):
+def _eer_results(reps: xr.Dataset, *, rules, points, **kwargs) -> list:
+    return [_eer_from_replicates(reps, point, method, ties, **kwargs) for (method, ties), point in zip(rules, points)]
+
+
+def _eer_from_replicates(reps, point, method, ties, *, convention, level, seed, interval):
     from .. import eer as _eer
-    from ..verification import eer as exact_eer
 
     fm, fn = _lenient_to_strict(reps, "fmr"), _lenient_to_strict(reps, "fnmr")
     # close each replicate's curve at both ends (everything accepted, nothing accepted)
@@ -728,7 +768,6 @@ def _eer_from_replicates(cube, reps, method, ties, *, convention, level, seed, f
         if method == "rocch" and interval == "corrected":
             gaps[r] = _eer.eer_point(x, y, "interpolated")[0] - values[r]
     shift = float(np.mean(gaps))
-    point = exact_eer(cube, method=method, convention=convention, failure_policy=failure_policy)
     value = float(point.eer)
     # the EER's information is about that of the mated side (the scarcer one), counted in subjects at zero
     bounds = _eer_bounds(value, values, level, interval, reps["n_mated"].item(), reps.attrs["mated_units"], shift)
