@@ -339,8 +339,9 @@ def _numba(values, edges, k, e0, scale, negate, minima, counts, at_edge, lowest)
     pieces = _pieces(values, _PIECE if n_threads > 1 else 1 << 62)
     lock = threading.Lock()
 
-    def work(piece):  # one thread's records: its first piece, then the next one left (balanced under load)
-        rec, tally = template.copy(), np.zeros(2, dtype=np.int64)  # NaN, infinite
+    def work(piece, own=False):  # one thread's records: its first piece, then the next one left (balanced under load)
+        # a lone thread fills the template itself: no second (M + 1) x 4 array (32 bytes an edge) per call
+        rec, tally = (template if own else template.copy()), np.zeros(2, dtype=np.int64)  # NaN, infinite
         while piece is not None:
             kernel.run(piece, 0, piece.size, sign, e0, scale, float(k), first, padded, rec, tally)
             with lock:
@@ -348,7 +349,7 @@ def _numba(values, edges, k, e0, scale, negate, minima, counts, at_edge, lowest)
         return rec, tally
 
     if n_threads == 1:
-        parts = [work(next(pieces, None))]
+        parts = [work(next(pieces, None), own=True)]
     else:
         with ThreadPoolExecutor(n_threads) as pool:
             starts = [next(pieces, None) for _ in range(n_threads)]

@@ -242,25 +242,35 @@ def gather_and_sample(values, mated, excluded, stride: int, skip):
 
 
 # ------------------------------------------------------------------ counts between edges
-def _between_chunk(block, edges, negate, minima, engine):
+def _between_chunk(block, edges, negate, minima, engine, dtype):
+    """A block's :class:`~bioxr._core.binning.Binned`, compact: it is what travels and waits to be combined.
+
+    Counts in ``dtype`` (4 bytes where the whole array's cells fit), the
+    lowest scores in the block's own float dtype (each is one of its
+    scores, negated or not: exact), or one ``inf`` without ``minima``:
+    12 bytes an edge for float32 scores instead of 24.
+    """
     from .binning import count_between as _count
 
-    return _count(block, edges, negate=negate, minima=minima, engine=engine)
+    b = _count(block, edges, negate=negate, minima=minima, engine=engine)
+    values = np.asarray(block)
+    low = values.dtype if np.issubdtype(values.dtype, np.floating) else np.float64
+    lowest = b.lowest.astype(low) if minima else np.float64(np.inf)
+    return b._replace(counts=b.counts.astype(dtype), at_edge=b.at_edge.astype(dtype), lowest=lowest)
 
 
 def _between_combine(*parts):
-    from .binning import Binned
-
+    """Partials summed (in place, into a copy of the first) and their minima taken."""
     if not parts:
         return None
     first = parts[0]
-    return Binned(
-        counts=sum((p.counts for p in parts[1:]), first.counts),
-        at_edge=sum((p.at_edge for p in parts[1:]), first.at_edge),
-        lowest=np.minimum.reduce([p.lowest for p in parts]),
-        n_nan=sum(p.n_nan for p in parts),
-        n_inf=sum(p.n_inf for p in parts),
-    )
+    counts, at_edge, lowest = first.counts.copy(), first.at_edge.copy(), np.array(first.lowest, copy=True)
+    for p in parts[1:]:
+        counts += p.counts
+        at_edge += p.at_edge
+        np.minimum(lowest, p.lowest, out=lowest)
+    return first._replace(counts=counts, at_edge=at_edge, lowest=lowest, n_nan=sum(p.n_nan for p in parts),
+                          n_inf=sum(p.n_inf for p in parts))
 
 
 def count_between(values, edges, *, negate: bool = False, minima: bool = False, engine=None):
@@ -268,12 +278,20 @@ def count_between(values, edges, *, negate: bool = False, minima: bool = False, 
 
     Each block counts its scores into the intervals between ``edges``
     where it lives; counts and NaN/infinity tallies add up, the lowest
-    scores take the minimum, so only ``3 (M + 1)`` numbers per node travel.
+    scores take the minimum, so only ``3 (M + 1)`` numbers per node travel,
+    in 4-byte counts (8 beyond ``2**32`` cells) and, for float32 scores,
+    4-byte minima; the result is in the dtypes of the in-memory one.
     """
     edges = np.asarray(edges, dtype=np.float64)
     layout = Layout(values.chunks)
-    args = [(edges, negate, minima, engine)] * layout.n_blocks
-    return run(values, _between_chunk, _between_combine, args)
+    dtype = np.uint32 if int(np.prod(values.shape, dtype=np.float64)) < 2**32 else np.int64
+    args = [(edges, negate, minima, engine, dtype)] * layout.n_blocks
+    b = run(values, _between_chunk, _between_combine, args)
+    if b is None:
+        return b
+    m = edges.size
+    lowest = b.lowest.astype(np.float64) if minima else np.full(m + 1, np.inf)
+    return b._replace(counts=b.counts.astype(np.int64), at_edge=b.at_edge.astype(np.int64), lowest=lowest)
 
 
 # ------------------------------------------------------------------ the window pass
