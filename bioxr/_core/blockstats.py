@@ -22,8 +22,12 @@ on the blocks where they live and returns small partial results, combined
   ``np.quantile``'s linear interpolation bit for bit (:func:`linear_quantiles`);
 - the *pair pass*: per block the (bin, pair) keys of its non-mated
   comparisons with their counts (``np.unique``), merged by summing equal
-  keys; the last node turns the keys into the statistics' arrays, so the
-  client receives the statistics and nothing larger.
+  keys; the last node turns the keys into the statistics' arrays. On dask
+  they stay there (``dask.persist``): the client receives only the
+  subjects' codes, and the replicates are computed beside them
+  (:meth:`bioxr.bootstrap._stats._Stats.remote`). The mated scores and
+  the sample stay where the first pass left them too; only counts and
+  the grid's points travel.
 
 A cube's subjects are coded from its coordinates (small) before the
 passes: every subject on either side, sorted; the pair pass's last node

@@ -427,7 +427,9 @@ def defer(fn, *args, keep: bool = True):
     When any argument is a dask Delayed (a result :meth:`LazyComparisons._run`
     kept on the workers), a task: persisted there with ``keep`` (for more
     tasks to use), else left for :func:`fetch` to compute, so that only its
-    result travels. With no Delayed argument, ``fn(*args)`` now.
+    result travels. With no Delayed argument, ``fn(*args)`` now. Only
+    top-level arguments are looked at: a Delayed inside a tuple or dict
+    would reach ``fn`` as it is, so pass each one as an argument of its own.
     """
     from dask.delayed import Delayed
 

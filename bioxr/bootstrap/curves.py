@@ -10,7 +10,7 @@ import xarray as xr
 from .._core import check_level, check_replicates, check_targets
 from ..simulate import _entropy, _rng
 from ._bounds import INTERVAL_TEXT, bound_kind, bounds_array, check_interval, effective_count, rate_bounds
-from ._stats import _counts, _moment_corrected, _Stats, subject_draws
+from ._stats import _check_thresholds, _check_unit, _counts, _moment_corrected, _Stats, subject_draws
 from ._studentized import (_STUDENTISED_TEXT, _STUDENTISED_UPPER_TEXT, _lenient_to_strict, _operating_point_variance,
                            _studentized_union, _t_factor)
 
@@ -74,7 +74,10 @@ def bootstrap_replicates(
         independent, less when subjects differ. Use it for a deliberately
         conservative band, or to study the design.
     progress : bool, keyword-only
-        Show a progress bar (tqdm: a widget in notebooks).
+        Show a progress bar (tqdm: a widget in notebooks). Not on a
+        dask-backed cube or list: there the replicates run in one task
+        beside the statistics (on a worker of a cluster), and no bar is
+        shown.
     failure_policy : {"exclude", "nist", "iso"}, keyword-only
         How failed enrolments and acquisitions count: left out; (NIST) as
         comparisons never accepted, so a mated one is an error at every
@@ -136,7 +139,10 @@ def _replicates(cube, *, thresholds, n_replicates, seed, unit, two_level, progre
                             two_level=two_level, failure_policy=failure_policy, fmr_variance=fmr_variance,
                             studentise=studentise, then=then)
     if is_lazy(cube):  # the statistics stay where they were counted; the replicates (and then) run there too
-        return fetch(defer(run, _Stats.remote(cube, thresholds, unit, failure_policy), keep=False))
+        stats = _Stats.remote(cube, thresholds, unit, failure_policy)
+        if isinstance(stats, _Stats):  # another engine: built here, block by block
+            return run(stats, progress=progress)
+        return fetch(defer(run, stats, keep=False))
     return run(_Stats(cube, thresholds, unit, failure_policy), progress=progress)
 
 
@@ -739,6 +745,11 @@ def eer_intervals(cube, *, methods, convention="bioxr", thresholds=None, n_repli
     from ..verification import eer as exact_eer
 
     rules = [eer_rule(method, convention) for method in methods]
+    # every argument checked before the point EERs' passes (long on a large lazy cube)
+    check_replicates(n_replicates, minimum=2)
+    _check_fmr_variance(fmr_variance)
+    _check_unit(unit)
+    _check_thresholds(thresholds)
     points = [exact_eer(cube, method=method, convention=convention, failure_policy=failure_policy)
               for method, _ in rules]
     then = functools.partial(_eer_results, rules=rules, points=points, convention=convention, level=level,
