@@ -21,10 +21,15 @@ on dask's threaded scheduler, never loading the list: it prints the time
 of each step, the peak memory above the baseline against the list's size
 (what it would take in memory) and the bytes handed back to the client
 (``dask.sizeof`` of every ``dask.compute`` result) against the list.
-``--lazy 1e6 --check`` also reads the same rows in memory and compares::
+``--lazy 1e6 --check`` also reads the same rows in memory and compares.
+``--replicates 1000`` adds the EER's subject-bootstrap interval on the
+lazy list, with its own peak memory and client bytes: its sufficient
+statistics are O(threshold bins x speaker pairs), whatever the number of
+trials, so ``--speakers`` sets their size::
 
     python benchmarks/lists.py --lazy 1e8
-    python benchmarks/lists.py --lazy 2e6 --check
+    python benchmarks/lists.py --lazy 2e6 --check --replicates 200
+    python benchmarks/lists.py --lazy 1e9 --speakers 500 --replicates 1000
 """
 
 from __future__ import annotations
@@ -193,10 +198,11 @@ class _Received:
         dask.compute = dask.base.compute = self._saved
 
 
-def lazy_stage(root: Path, check: bool) -> dict:
+def lazy_stage(root: Path, check: bool, replicates: int = 0) -> dict:
     import dask
 
     import bioxr  # noqa: F401  (imports before the baseline)
+    import bioxr.bootstrap
     import bioxr.io
     import pyarrow.parquet  # noqa: F401
 
@@ -225,25 +231,43 @@ def lazy_stage(root: Path, check: bool) -> dict:
             out[f"{name}_passes"] = len(received.sizes)
         out["eer"] = float(results["eer"].eer)
         out["fnmr"] = [float(v) for v in results["fnmr_at_fmr"].fnmr.values]
-    out["peak_above_baseline_mib"] = _peak_mib() - base
+        out["peak_above_baseline_mib"] = _peak_mib() - base
+        if replicates:  # the subject-bootstrap interval, its own peak (the high-water mark reset)
+            import gc
+
+            gc.collect()
+            _reset_peak()
+            start_rss = _rss_mib()
+            received.sizes.clear()
+            t0 = time.perf_counter()
+            results["interval"] = bioxr.bootstrap.eer_interval(trials, n_replicates=replicates, seed=0)
+            out["interval_s"] = time.perf_counter() - t0
+            out["interval_client"] = sum(received.sizes)
+            out["interval"] = [float(v) for v in results["interval"].eer_interval.values]
+            out["n_units"] = int(results["interval"].attrs["n_units"])
+            out["interval_peak_above_baseline_mib"] = _peak_mib() - base
+            out["interval_start_mib"] = start_rss - base
     if check:  # the same rows in memory: the same results
         import xarray as xr
 
         memory = trials.compute()
-        out["same"] = all(xr.Dataset.identical(call(memory), results[name]) for name, call in (
-            ("eer", lambda d: bioxr.verification.eer(d)),
-            ("fnmr_at_fmr", lambda d: bioxr.verification.fnmr_at_fmr(d, [1e-2, 1e-3]))))
+        calls = [("eer", lambda d: bioxr.verification.eer(d)),
+                 ("fnmr_at_fmr", lambda d: bioxr.verification.fnmr_at_fmr(d, [1e-2, 1e-3]))]
+        if replicates:
+            calls.append(("interval", lambda d: bioxr.bootstrap.eer_interval(d, n_replicates=replicates, seed=0)))
+        out["same"] = all(xr.Dataset.identical(call(memory), results[name]) for name, call in calls)
     return out
 
 
-def _lazy_main(n: int, file_rows: int, speakers: int, check: bool) -> None:
+def _lazy_main(n: int, file_rows: int, speakers: int, check: bool, replicates: int = 0) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp, "trials")
         t0 = time.perf_counter()
         size = make_parts(root, n, file_rows, speakers)
         print(f"partitioned Parquet: {n:,} trials in {len(list(root.iterdir()))} files, {size / 2**20:.0f} MiB, "
               f"written in {time.perf_counter() - t0:.0f} s")
-        args = [sys.executable, __file__, "--stage", "lazy", "--path", str(root)] + (["--check"] if check else [])
+        args = [sys.executable, __file__, "--stage", "lazy", "--path", str(root), "--replicates", str(replicates)]
+        args += ["--check"] if check else []
         run = subprocess.run(args, capture_output=True, text=True, check=True)
         r = json.loads(run.stdout.strip().splitlines()[-1])
     list_bytes = r["list_mib"] * 2**20
@@ -258,6 +282,14 @@ def _lazy_main(n: int, file_rows: int, speakers: int, check: bool) -> None:
           f"{r['fnmr_at_fmr_client'] / list_bytes:.4f} of the list")
     print(f"  peak memory above baseline (read + EER + FNMR@FMR): {r['peak_above_baseline_mib']:.0f} MiB = "
           f"{r['peak_above_baseline_mib'] / r['list_mib']:.3f}x the list")
+    if replicates:
+        lo, hi = r["interval"]
+        print(f"  EER with a {replicates:,}-replicate subject-bootstrap interval ({r['n_units']} subjects): "
+              f"[{lo:.4%}, {hi:.4%}] in {r['interval_s']:.1f} s; client received "
+              f"{r['interval_client'] / 2**20:.2f} MiB = {r['interval_client'] / list_bytes:.4f} of the list; peak "
+              f"{r['interval_peak_above_baseline_mib']:.0f} MiB above baseline = "
+              f"{r['interval_peak_above_baseline_mib'] / r['list_mib']:.3f}x the list "
+              f"(from {r['interval_start_mib']:.0f} MiB held before it)")
     if "same" in r:
         print(f"  the same as the list read in memory: {r['same']}")
 
@@ -270,17 +302,19 @@ def main() -> None:
     parser.add_argument("--lazy", type=float, default=None, help="trials of a lazy partitioned list (e.g. 1e8)")
     parser.add_argument("--file-rows", type=float, default=5e6, help="trials per Parquet file (--lazy)")
     parser.add_argument("--check", action="store_true", help="--lazy: compare with the list read in memory")
+    parser.add_argument("--replicates", type=int, default=0,
+                        help="--lazy: also the EER's subject-bootstrap interval with this many replicates")
     parser.add_argument("--stage", help=argparse.SUPPRESS)
     parser.add_argument("--path", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.stage == "lazy":
-        print(json.dumps(lazy_stage(Path(args.path), args.check)))
+        print(json.dumps(lazy_stage(Path(args.path), args.check, args.replicates)))
         return
     if args.stage:
         print(json.dumps(stage(args.stage, Path(args.path))))
         return
     if args.lazy:
-        _lazy_main(int(args.lazy), int(args.file_rows), args.speakers, args.check)
+        _lazy_main(int(args.lazy), int(args.file_rows), args.speakers, args.check, args.replicates)
         return
     n = int(args.n)
     n_samples = int(args.samples or np.sqrt(n / 2.5e-4))
