@@ -25,6 +25,7 @@ from bioxr.cube import ScoreCubeError, score_cube
 ENGINES = [
     "numpy",
     pytest.param("numba", marks=pytest.mark.skipif(not binning.engine_available("numba"), reason="numba not installed")),
+    "sort",
 ]
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
