@@ -285,6 +285,18 @@ def test_bootstrap_functions_on_lazy_data_equal_in_memory(form, policy):
             raise AssertionError(f"{what} on a lazy {form}, policy {policy}: {err}") from None
 
 
+@pytest.mark.parametrize("what", ["eer_interval", "fnmr_at_fmr_interval", "bootstrap_curve"])
+def test_replicates_split_into_tasks_equal_in_memory(monkeypatch, what):
+    """On dask the raw replicate curves run in tasks of REPLICATE_TASK rows: uneven splits change nothing."""
+    from bioxr.bootstrap import curves
+
+    cube = _photohead()
+    want = CALLS[what](cube, "exclude")
+    for rows in (7, 13, 40):
+        monkeypatch.setattr(curves, "REPLICATE_TASK", rows)
+        xr.testing.assert_identical(CALLS[what](cube.chunk({"collection": 2}), "exclude"), want)
+
+
 def test_claim_test_on_a_lazy_cube_equals_in_memory():
     cube = _photohead()
     lazy = cube.chunk({"collection": 2, "subject": 13})

@@ -142,33 +142,68 @@ def _replicates(cube, *, thresholds, n_replicates, seed, unit, two_level, progre
         stats = _Stats.remote(cube, thresholds, unit, failure_policy)
         if isinstance(stats, _Stats):  # another engine: built here, block by block
             return run(stats, progress=progress)
-        return fetch(defer(run, stats, keep=False))
+        if two_level:  # one random stream through every replicate's second stage: one task
+            return fetch(defer(run, stats, keep=False))
+        # the replicates' raw curves in tasks of REPLICATE_TASK rows (in parallel on the workers), then one task
+        # beside the statistics finishes them; each row depends on its own draw only, so the result is the same
+        parts = [defer(functools.partial(_raw_rows, n_replicates=n_replicates, root=run.keywords["root"],
+                                         rows=(r0, min(r0 + REPLICATE_TASK, n_replicates)), studentise=studentise),
+                       stats, keep=False) for r0 in range(0, n_replicates, REPLICATE_TASK)]
+        return fetch(defer(run, stats, *parts, keep=False))
     return run(_Stats(cube, thresholds, unit, failure_policy), progress=progress)
 
 
-def _replicates_of(stats: _Stats, *, n_replicates, root, unit, two_level, failure_policy, fmr_variance, studentise,
-                   then=None, progress=False):
-    """The replicates Dataset of :func:`_replicates` from the statistics, then ``then(replicates)`` if given.
+#: Replicates per task on a lazy cube: their raw curves are computed in parallel where the statistics are.
+REPLICATE_TASK = 250
 
-    A pure function of its arguments (the seed's SeedSequence ``root``): on a
-    lazy cube it runs as one task where the statistics are.
-    """
-    draws = subject_draws(stats.n_units, n_replicates, seed=root)
-    weights = _counts(draws, stats.n_units)
-    del draws
-    ones = np.ones((1, stats.n_units), dtype=np.float32)
-    rng2 = _rng(root, 11) if two_level else None
-    fnmr = np.empty((n_replicates, stats.grid.size))
+
+def _weights(n_units: int, n_replicates: int, root, rows=None) -> np.ndarray:
+    draws = subject_draws(n_units, n_replicates, seed=root)
+    return _counts(draws if rows is None else draws[rows[0] : rows[1]], n_units)
+
+
+def _raw(stats: _Stats, weights, rng2, studentise: bool, two_level: bool, bar=None):
+    """The replicates' raw FMR and FNMR, and (``studentise``) their own variances; each row from its own weights."""
+    fnmr = np.empty((weights.shape[0], stats.grid.size))
     fmr = np.empty_like(fnmr)
-    bar = _progress_bar(n_replicates, progress)
     step = 250
-    for s in range(0, n_replicates, step):
+    for s in range(0, weights.shape[0], step):
         w = weights[s : s + step]
         fmr[s : s + step], fnmr[s : s + step] = stats.fmr(w), stats.fnmr(w, rng2)
         if bar is not None:
             bar.update(w.shape[0])
     if bar is not None:
         bar.close()
+    var = {}
+    if studentise and stats.iso is None:  # generalized rates (ISO) are not the ratios whose variances these are
+        var["fmr"] = stats.fmr_variance_replicates(weights)
+        if not two_level:  # a second stage adds variance that the one-stage formula does not see
+            var["fnmr"] = stats.fnmr_variance_replicates(weights)
+    return fmr, fnmr, var
+
+
+def _raw_rows(stats: _Stats, *, n_replicates, root, rows, studentise):
+    """:func:`_raw` of replicates ``rows[0]`` to ``rows[1]`` (one-stage bootstrap): a task of its own."""
+    return _raw(stats, _weights(stats.n_units, n_replicates, root, rows), None, studentise, False)
+
+
+def _replicates_of(stats: _Stats, *raw, n_replicates, root, unit, two_level, failure_policy, fmr_variance, studentise,
+                   then=None, progress=False):
+    """The replicates Dataset of :func:`_replicates` from the statistics, then ``then(replicates)`` if given.
+
+    A pure function of its arguments (the seed's SeedSequence ``root``): on a
+    lazy cube it runs as a task where the statistics are, given the raw
+    curves of :func:`_raw_rows` in ``raw`` (computed here when there are none).
+    """
+    weights = _weights(stats.n_units, n_replicates, root)
+    ones = np.ones((1, stats.n_units), dtype=np.float32)
+    if raw:
+        fmr = np.concatenate([r[0] for r in raw])
+        fnmr = np.concatenate([r[1] for r in raw])
+        var = {k: np.concatenate([r[2][k] for r in raw]) for k in raw[0][2]}
+    else:
+        rng2 = _rng(root, 11) if two_level else None
+        fmr, fnmr, var = _raw(stats, weights, rng2, studentise, two_level, _progress_bar(n_replicates, progress))
     raw_fmr0, raw_fnmr0 = stats.fmr(ones)[0], stats.fnmr(ones)[0]
     extra = {}
     shrink = np.ones(stats.grid.size)  # how much the deviations were shrunk (the moment correction)
@@ -183,11 +218,12 @@ def _replicates_of(stats: _Stats, *, n_replicates, root, unit, two_level, failur
         with np.errstate(invalid="ignore", divide="ignore"):
             shrink = np.sqrt(target / (target + 2 * np.maximum(pair, 0.0)))
     rep_var = {}
-    if studentise and stats.iso is None:  # generalized rates (ISO) are not the ratios whose variances these are
-        rep_var["fmr_replicate_variance"] = _calibrated_variance(
-            stats.fmr_variance_replicates(weights), np.nanmean((fmr - raw_fmr0) ** 2, axis=0), shrink)
-        if not two_level:  # a second stage adds variance that the one-stage formula does not see
-            rep_var["fnmr_replicate_variance"] = stats.fnmr_variance_replicates(weights)
+    if "fmr" in var:
+        rep_var["fmr_replicate_variance"] = _calibrated_variance(var["fmr"], np.nanmean((fmr - raw_fmr0) ** 2, axis=0),
+                                                                 shrink)
+    if "fnmr" in var:
+        rep_var["fnmr_replicate_variance"] = var["fnmr"]
+    step = 250
     for s in range(0, n_replicates, step):
         w = weights[s : s + step]
         fmr[s : s + step], fnmr[s : s + step] = stats.generalize(w, fmr[s : s + step], fnmr[s : s + step])
