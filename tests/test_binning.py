@@ -291,3 +291,23 @@ def test_points_all_and_infinite_scores_keep_their_sort(monkeypatch):
             make(values, index, False)
     pool = counting.Pool.between(values[:0], index.__class__(np.zeros(0, int), np.zeros(0, int)), False)
     assert pool.n_mated == 0  # no edges: the sort handles it
+
+
+def test_dense_edges_take_the_sort_unless_an_engine_is_asked_for(monkeypatch):
+    """engine=None sorts from DENSE edges per score; an engine passed or BIOXR_KERNEL keeps its own path."""
+    seen = []
+    real = binning._by_sort
+    monkeypatch.setattr(binning, "_by_sort", lambda *a: seen.append(1) or real(*a))
+    monkeypatch.delenv("BIOXR_KERNEL", raising=False)
+    values = np.random.default_rng(0).normal(size=3200)
+    dense = np.sort(np.random.default_rng(1).normal(size=100))  # 1/32 edges per score
+    sparse = dense[:99]
+    want = count_between(values, dense, minima=True, engine="numpy")
+    got = count_between(values, dense, minima=True)
+    assert len(seen) == 1 and all(np.array_equal(a, b) for a, b in zip(got, want))
+    count_between(values, sparse, minima=True)
+    count_between(values, dense, minima=True, engine="numpy")
+    monkeypatch.setenv("BIOXR_KERNEL", "numpy")
+    count_between(values, dense, minima=True)
+    assert len(seen) == 1
+
