@@ -75,9 +75,8 @@ def bootstrap_replicates(
         conservative band, or to study the design.
     progress : bool, keyword-only
         Show a progress bar (tqdm: a widget in notebooks). Not on a
-        dask-backed cube or list: there the replicates run in one task
-        beside the statistics (on a worker of a cluster), and no bar is
-        shown.
+        dask-backed cube or list: there the replicates run as tasks on the
+        workers, beside the statistics, and no bar is shown.
     failure_policy : {"exclude", "nist", "iso"}, keyword-only
         How failed enrolments and acquisitions count: left out; (NIST) as
         comparisons never accepted, so a mated one is an error at every
@@ -128,9 +127,10 @@ def _replicates(cube, *, thresholds, n_replicates, seed, unit, two_level, progre
     the studentisers of the bootstrap-t.
 
     With ``then`` (a picklable function of the replicates), ``then(replicates)`` instead. On a lazy cube or list
-    the statistics are built where its blocks are and kept there (:meth:`_Stats.remote`), the replicates and
-    ``then`` run in a task beside them, and only the result travels: a band or an interval, not the replicates
-    nor the statistics. The progress bar is then not shown."""
+    the statistics are built where its blocks are and kept there (:meth:`_Stats.remote`), the replicates' raw
+    curves run in tasks of ``REPLICATE_TASK`` (one task with ``two_level``, whose second stage is one random
+    stream), the rest and ``then`` in a task beside the statistics, and only the result travels: a band or an
+    interval, not the replicates nor the statistics. The progress bar is then not shown."""
     from .._core.blockstats import defer, fetch, is_lazy
 
     n_replicates = check_replicates(n_replicates, minimum=2)
