@@ -259,13 +259,22 @@ def lazy_stage(root: Path, check: bool, replicates: int = 0) -> dict:
     return out
 
 
-def _lazy_main(n: int, file_rows: int, speakers: int, check: bool, replicates: int = 0) -> None:
+def _lazy_main(n: int, file_rows: int, speakers: int, check: bool, replicates: int = 0, data=None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp, "trials")
-        t0 = time.perf_counter()
-        size = make_parts(root, n, file_rows, speakers)
-        print(f"partitioned Parquet: {n:,} trials in {len(list(root.iterdir()))} files, {size / 2**20:.0f} MiB, "
-              f"written in {time.perf_counter() - t0:.0f} s")
+        root = Path(data) if data else Path(tmp, "trials")
+        if data and root.exists():  # written by an earlier run with the same arguments (its stamp says so)
+            stamp = json.loads((root / "_made.json").read_text())
+            if stamp != {"n": n, "file_rows": file_rows, "speakers": speakers}:
+                raise SystemExit(f"{root} holds {stamp}, not these arguments: remove it or pick another --data")
+            size = sum(p.stat().st_size for p in root.glob("*.parquet"))
+            print(f"partitioned Parquet (kept from an earlier run): {n:,} trials, {size / 2**20:.0f} MiB")
+        else:
+            t0 = time.perf_counter()
+            size = make_parts(root, n, file_rows, speakers)
+            print(f"partitioned Parquet: {n:,} trials in {len(list(root.iterdir()))} files, "
+                  f"{size / 2**20:.0f} MiB, written in {time.perf_counter() - t0:.0f} s")
+            if data:
+                (root / "_made.json").write_text(json.dumps({"n": n, "file_rows": file_rows, "speakers": speakers}))
         args = [sys.executable, __file__, "--stage", "lazy", "--path", str(root), "--replicates", str(replicates)]
         args += ["--check"] if check else []
         run = subprocess.run(args, capture_output=True, text=True, check=True)
@@ -304,6 +313,7 @@ def main() -> None:
     parser.add_argument("--check", action="store_true", help="--lazy: compare with the list read in memory")
     parser.add_argument("--replicates", type=int, default=0,
                         help="--lazy: also the EER's subject-bootstrap interval with this many replicates")
+    parser.add_argument("--data", help="--lazy: write the dataset here and keep it (reused when it exists)")
     parser.add_argument("--stage", help=argparse.SUPPRESS)
     parser.add_argument("--path", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -314,7 +324,7 @@ def main() -> None:
         print(json.dumps(stage(args.stage, Path(args.path))))
         return
     if args.lazy:
-        _lazy_main(int(args.lazy), int(args.file_rows), args.speakers, args.check, args.replicates)
+        _lazy_main(int(args.lazy), int(args.file_rows), args.speakers, args.check, args.replicates, args.data)
         return
     n = int(args.n)
     n_samples = int(args.samples or np.sqrt(n / 2.5e-4))

@@ -56,6 +56,27 @@ def test_sufficient_statistics_equal_a_naive_bootstrap_with_the_same_draws(kind)
         np.testing.assert_allclose(reps.fnmr.values[r], fnmr[order])
 
 
+@pytest.mark.parametrize("n_subjects, n", [(3, 3000), (60, 4000)], ids=["dense-bins", "sparse-bins"])
+def test_replicate_fmr_is_the_pair_weighted_rate_of_the_raw_comparisons(n_subjects, n):
+    """Weights w_a w_c on each non-mated comparison, recounted from the scores: both product paths of the engine."""
+    from bioxr.bootstrap._stats import _counts
+
+    rng = np.random.default_rng(7)
+    p, r = rng.integers(0, n_subjects, n), rng.integers(0, n_subjects, n)
+    score = np.round(rng.normal(0, 1, n) + 2 * (p == r), 1)  # ties on the grid's points
+    trials = xr.Dataset({"score": ("comparison", score), "subject": ("comparison", p),
+                         "reference_subject": ("comparison", r)})
+    t = np.array([-1.0, -0.3, 0.0, 0.4, 1.1, 2.0])
+    stats = _Stats(trials, t, "subject")
+    w = _counts(subject_draws(n_subjects, 9, seed=3), n_subjects)
+    got = stats.fmr(np.vstack([np.ones(n_subjects), w]))
+    non = p != r
+    for row, weights in enumerate(np.vstack([np.ones(n_subjects), w])):
+        pw = weights[p[non]] * weights[r[non]]
+        want = [(pw * (score[non] >= tj)).sum() / pw.sum() for tj in np.sort(t)]
+        np.testing.assert_allclose(got[row], want, rtol=1e-15)
+
+
 def test_comparison_list_equals_the_cube():
     cube = bioxr.simulate.gaussian(n_subjects=12, n_samples=2, seed=0)
     frame = cube.to_dataframe().reset_index()

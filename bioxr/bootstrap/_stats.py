@@ -15,7 +15,6 @@ import pandas as pd
 from .._core import flat_comparisons
 from ..simulate import _entropy, _rng
 
-_CHUNK = 256  # replicates per block of the non-mated products
 
 
 def subject_draws(n_units: int, n_replicates: int, *, seed=0) -> np.ndarray:
@@ -353,40 +352,46 @@ class _Stats:
         n, k = self.n_units, self.grid.size
         w = np.asarray(w, dtype=np.float64)
         cnt = self.count_f32.astype(np.float64)
-        a, c = self.pair_a.astype(np.int64), self.pair_c.astype(np.int64)
-        uniq_u, u_code = np.unique(np.minimum(a, c) * n + np.maximum(a, c), return_inverse=True)
-        ua, uc = uniq_u // n, uniq_u % n
+        a, c = self.pair_a, self.pair_c
+        u = np.minimum(a, c).astype(np.int64) * n + np.maximum(a, c)
+        uniq_u, u_code = np.unique(u, return_inverse=True)
+        ua, uc = (uniq_u // n).astype(np.int32), (uniq_u % n).astype(np.int32)
+        del u, uniq_u
         n_u = np.bincount(u_code, cnt)
-        nu = sparse.coo_matrix((n_u, (ua, uc)), shape=(n, n)).tocsr()
-        nu = nu + nu.T
         ends = np.r_[self.bin_starts[1:], cnt.size]
         where = dict(zip(self.bin_ids.tolist(), zip(self.bin_starts.tolist(), ends.tolist())))
+
+        def pairs(values):  # a sparse (units x units) matrix of unordered-pair values, one entry per pair
+            return sparse.csr_matrix((values, (ua, uc)), shape=(n, n))
+
+        nu = pairs(n_u)
+        nu = nu + nu.T
         out = np.empty((w.shape[0], k))
-        chunk = int(max(1, min(_CHUNK, (1 << 22) // max(uniq_u.size, n, 1))))
+        chunk = int(max(1, min(w.shape[0], (1 << 22) // max(n, 1))))  # (units x block) float64: 32 MiB
         for s0 in range(0, w.shape[0], chunk):
             wt = np.ascontiguousarray(w[s0 : s0 + chunk].T)  # (units, block)
-            pw = wt[ua] * wt[uc]  # (pairs, block): copies of each unordered pair
-            big_n = n_u @ pw
+            big_n = _bilinear(pairs(n_u), wt)  # copies of each unordered pair: w_a w_c
+            a0 = _bilinear(pairs(n_u * n_u), wt)
             q = nu @ wt
             swq2 = np.einsum("sb,sb,sb->b", wt, q, q)
-            a0 = (n_u * n_u) @ pw
             r = np.zeros_like(wt)
             s_u = np.zeros(n_u.size)
-            f = np.zeros(wt.shape[1])
-            p1 = np.zeros_like(f)
-            p2 = np.zeros_like(f)
+            f, p1, p2 = (np.zeros(wt.shape[1]) for _ in range(3))
             for b in range(k, 0, -1):  # false matches at grid point b - 1: the bins >= b
                 if b in where:
                     s, e = where[b]
                     ce = cnt[s:e]
-                    sb = sparse.coo_matrix((ce, (a[s:e], c[s:e])), shape=(n, n)).tocsr()
-                    r += sb @ wt + sb.T @ wt
                     uu, inv = np.unique(u_code[s:e], return_inverse=True)
                     du = np.bincount(inv, ce)
-                    pwu = pw[uu]
-                    f += du @ pwu
-                    p2 += (2 * s_u[uu] * du + du * du) @ pwu
-                    p1 += (du * n_u[uu]) @ pwu
+                    # one product for the bin: S (both orders) updates R_s; three pair sums as forms w^T D w
+                    rows = np.concatenate([a[s:e], c[s:e], n + ua[uu], 2 * n + ua[uu], 3 * n + ua[uu]])
+                    cols = np.concatenate([c[s:e], a[s:e], uc[uu], uc[uu], uc[uu]])
+                    vals = np.concatenate([ce, ce, du, 2 * s_u[uu] * du + du * du, du * n_u[uu]])
+                    y = sparse.csr_matrix((vals, (rows, cols)), shape=(4 * n, n)) @ wt
+                    r += y[:n]
+                    f += np.einsum("ur,ur->r", wt, y[n : 2 * n])
+                    p2 += np.einsum("ur,ur->r", wt, y[2 * n : 3 * n])
+                    p1 += np.einsum("ur,ur->r", wt, y[3 * n :])
                     s_u[uu] += du
                 with np.errstate(invalid="ignore", divide="ignore"):
                     p = f / big_n
@@ -442,21 +447,44 @@ class _Stats:
         return out
 
     def fmr(self, w: np.ndarray) -> np.ndarray:
-        """FMR per replicate: pair weights w_a * w_c, summed per grid bin, then over bins >= j."""
-        wt = np.ascontiguousarray(w.T, dtype=np.float32)  # (units, replicates): rows gather fast
-        out = np.empty((w.shape[0], self.grid.size))
-        # replicates per block: each (entries x block) temporary stays under about 16 MiB
-        chunk = int(max(1, min(_CHUNK, (1 << 22) // max(self.pair_a.size, 1))))
-        for s in range(0, w.shape[0], chunk):
-            block = wt[:, s : s + chunk]
-            vals = block[self.pair_a] * block[self.pair_c]  # (entries, chunk), exact small integers
-            vals *= self.count_f32[:, None]
-            per_bin = np.zeros((self.grid.size + 1, vals.shape[1]))
-            per_bin[self.bin_ids] = np.add.reduceat(vals, self.bin_starts, axis=0, dtype=np.float64)
+        """FMR per replicate: pair weights ``w_a w_c`` summed per grid bin, then over the bins >= j.
+
+        The pairs of bin ``b`` form a sparse matrix ``N_b`` (probe subject by
+        reference subject; the keys are sorted by bin, probe and reference,
+        so each bin's slice is already in CSR order), and its weighted false matches are
+        ``w^T N_b w`` for every replicate at once: one sparse-times-dense
+        product ``N_b W`` and a column-wise dot with ``W`` (a dense BLAS
+        product where a bin holds most pairs). Counts and weights are small
+        integers, so every sum is exact in float64 and the order of the sums
+        changes nothing.
+        """
+        from scipy import sparse
+
+        n, k = self.n_units, self.grid.size
+        w = np.asarray(w, dtype=np.float64)
+        out = np.empty((w.shape[0], k))
+        ends = np.r_[self.bin_starts[1:], self.pair_a.size]
+        probes = np.arange(n + 1)
+        # replicates per block: (units x block) float64 products of at most about 64 MiB
+        chunk = int(max(1, min(w.shape[0], (1 << 23) // max(n, 1))))
+        for s0 in range(0, w.shape[0], chunk):
+            wt = np.ascontiguousarray(w[s0 : s0 + chunk].T)  # (units, block)
+            per_bin = np.zeros((k + 1, wt.shape[1]))
+            for b, s, e in zip(self.bin_ids.tolist(), self.bin_starts.tolist(), ends.tolist()):
+                rows, cols = self.pair_a[s:e], self.pair_c[s:e]
+                counts = self.count_f32[s:e].astype(np.float64)
+                per_bin[b] = _bilinear(sparse.csr_matrix((counts, cols, np.searchsorted(rows, probes)), shape=(n, n)), wt)
             suffix = np.cumsum(per_bin[::-1], axis=0)[::-1]  # sum over bins >= j
             with np.errstate(invalid="ignore", divide="ignore"):  # no non-mated comparison drawn: NaN
-                out[s : s + chunk] = (suffix[1:] / suffix[0]).T
+                out[s0 : s0 + chunk] = (suffix[1:] / suffix[0]).T
         return out
+
+
+def _bilinear(matrix, wt: np.ndarray) -> np.ndarray:
+    """``w^T M w`` for every column ``w`` of ``wt``: one product ``M W`` (dense BLAS where ``M`` is mostly full)."""
+    if matrix.nnz > matrix.shape[0] * matrix.shape[1] // 8:
+        matrix = matrix.toarray()
+    return np.einsum("ur,ur->r", wt, matrix @ wt)
 
 
 def _check_unit(unit):
