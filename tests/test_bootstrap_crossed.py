@@ -59,6 +59,21 @@ def test_replicate_fmr_variance_is_the_moment_variance_of_the_written_out_replic
         np.testing.assert_allclose(got[r + 1], want, rtol=1e-10, atol=1e-16)
 
 
+def test_replicate_fmr_variance_is_the_same_in_pieces_and_in_blocks_of_replicates(monkeypatch):
+    """Bins cut into pieces of 3 entries, replicates into blocks of 2: the same variances (sequential sums)."""
+    from bioxr.bootstrap import _stats
+
+    rng = np.random.default_rng(4)
+    cube, _, _ = _crossed_cube(rng, 9, 3, sd=0.8)
+    stats = _Stats(cube, THRESHOLDS, "subject")
+    w = np.vstack([np.ones(9), rng.multinomial(9, np.full(9, 1 / 9), size=4)]).astype(float)
+    whole = stats.fmr_variance_replicates(w)
+    np.testing.assert_allclose(whole[0], stats.fmr_variance(), rtol=1e-12)
+    monkeypatch.setattr(_stats, "PIECE", 3)
+    monkeypatch.setattr(_stats, "_REPLICATE_BLOCK", 2 * 9)
+    np.testing.assert_allclose(stats.fmr_variance_replicates(w), whole, rtol=1e-12, atol=1e-18)
+
+
 def test_replicate_fnmr_variance_is_the_cluster_variance_of_the_written_out_replicate():
     rng = np.random.default_rng(2)
     cube, scores, subj = _crossed_cube(rng, 9, 3, sd=0.5, mated_mean=1.0)

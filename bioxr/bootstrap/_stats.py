@@ -15,6 +15,9 @@ import pandas as pd
 from .._core import flat_comparisons
 from ..simulate import _entropy, _rng
 
+PIECE = 1 << 19  # entries per sparse product of the replicate variance (bounds its temporaries)
+_REPLICATE_BLOCK = 1 << 20  # units x replicates per block of the replicate variance
+
 
 
 def subject_draws(n_units: int, n_replicates: int, *, seed=0) -> np.ndarray:
@@ -351,12 +354,9 @@ class _Stats:
 
         n, k = self.n_units, self.grid.size
         w = np.asarray(w, dtype=np.float64)
-        cnt = self.count_f32.astype(np.float64)
+        cnt = self.count_f32
         a, c = self.pair_a, self.pair_c
-        u = np.minimum(a, c).astype(np.int64) * n + np.maximum(a, c)
-        uniq_u, u_code = np.unique(u, return_inverse=True)
-        ua, uc = (uniq_u // n).astype(np.int32), (uniq_u % n).astype(np.int32)
-        del u, uniq_u
+        u_code, ua, uc = _unordered_pairs(a, c, n)
         n_u = np.bincount(u_code, cnt)
         ends = np.r_[self.bin_starts[1:], cnt.size]
         where = dict(zip(self.bin_ids.tolist(), zip(self.bin_starts.tolist(), ends.tolist())))
@@ -364,35 +364,39 @@ class _Stats:
         def pairs(values):  # a sparse (units x units) matrix of unordered-pair values, one entry per pair
             return sparse.csr_matrix((values, (ua, uc)), shape=(n, n))
 
-        nu = pairs(n_u)
-        nu = nu + nu.T
+        nu = pairs(n_u)  # Q_s = (N + N^T) w: the transpose is a view, no symmetric copy
+        nu2 = pairs(n_u * n_u)
         out = np.empty((w.shape[0], k))
-        chunk = int(max(1, min(w.shape[0], (1 << 22) // max(n, 1))))  # (units x block) float64: 32 MiB
+        chunk = int(max(1, min(w.shape[0], _REPLICATE_BLOCK // max(n, 1))))  # (units x block) float64: 8 MiB
         for s0 in range(0, w.shape[0], chunk):
             wt = np.ascontiguousarray(w[s0 : s0 + chunk].T)  # (units, block)
-            big_n = _bilinear(pairs(n_u), wt)  # copies of each unordered pair: w_a w_c
-            a0 = _bilinear(pairs(n_u * n_u), wt)
             q = nu @ wt
+            q += nu.T @ wt
+            big_n = 0.5 * np.einsum("sb,sb->b", wt, q)  # sum_u n_u w_a w_c: each pair seen from both sides
+            a0 = _bilinear(nu2, wt)
             swq2 = np.einsum("sb,sb,sb->b", wt, q, q)
             r = np.zeros_like(wt)
             s_u = np.zeros(n_u.size)
             f, p1, p2 = (np.zeros(wt.shape[1]) for _ in range(3))
             for b in range(k, 0, -1):  # false matches at grid point b - 1: the bins >= b
-                if b in where:
-                    s, e = where[b]
-                    ce = cnt[s:e]
-                    uu, inv = np.unique(u_code[s:e], return_inverse=True)
-                    du = np.bincount(inv, ce)
-                    # one product for the bin: S (both orders) updates R_s; three pair sums as forms w^T D w
-                    rows = np.concatenate([a[s:e], c[s:e], n + ua[uu], 2 * n + ua[uu], 3 * n + ua[uu]])
-                    cols = np.concatenate([c[s:e], a[s:e], uc[uu], uc[uu], uc[uu]])
-                    vals = np.concatenate([ce, ce, du, 2 * s_u[uu] * du + du * du, du * n_u[uu]])
-                    y = sparse.csr_matrix((vals, (rows, cols)), shape=(4 * n, n)) @ wt
-                    r += y[:n]
-                    f += np.einsum("ur,ur->r", wt, y[n : 2 * n])
-                    p2 += np.einsum("ur,ur->r", wt, y[2 * n : 3 * n])
-                    p1 += np.einsum("ur,ur->r", wt, y[3 * n :])
-                    s_u[uu] += du
+                if b in where:  # in pieces of at most PIECE entries (sequential updates of s_u: the same sums)
+                    s_b, e_b = where[b]
+                    for s in range(s_b, e_b, PIECE):
+                        e = min(s + PIECE, e_b)
+                        ce = cnt[s:e].astype(np.float64)
+                        uu, inv = np.unique(u_code[s:e], return_inverse=True)
+                        du = np.bincount(inv, ce)
+                        # one product: S (both orders) updates R_s; three pair sums as forms w^T D w
+                        rows = np.concatenate([a[s:e], c[s:e], n + ua[uu], 2 * n + ua[uu], 3 * n + ua[uu]])
+                        cols = np.concatenate([c[s:e], a[s:e], uc[uu], uc[uu], uc[uu]])
+                        vals = np.concatenate([ce, ce, du, 2 * s_u[uu] * du + du * du, du * n_u[uu]])
+                        y = sparse.csr_matrix((vals, (rows, cols)), shape=(4 * n, n)) @ wt
+                        del rows, cols, vals
+                        r += y[:n]
+                        f += np.einsum("ur,ur->r", wt, y[n : 2 * n])
+                        p2 += np.einsum("ur,ur->r", wt, y[2 * n : 3 * n])
+                        p1 += np.einsum("ur,ur->r", wt, y[3 * n :])
+                        s_u[uu] += du
                 with np.errstate(invalid="ignore", divide="ignore"):
                     p = f / big_n
                 zs = np.einsum("sb,sb,sb->b", wt, r, r) - 2 * p * np.einsum("sb,sb,sb->b", wt, r, q) + p * p * swq2
@@ -478,6 +482,29 @@ class _Stats:
             with np.errstate(invalid="ignore", divide="ignore"):  # no non-mated comparison drawn: NaN
                 out[s0 : s0 + chunk] = (suffix[1:] / suffix[0]).T
         return out
+
+
+def _unordered_pairs(a: np.ndarray, c: np.ndarray, n: int):
+    """Codes of the unordered pairs ``{a, c}`` (int32, ordered by ``min * n + max``) and each code's two subjects.
+
+    A presence table over the ``n**2`` keys where that is no larger than the
+    entries (no sort); ``np.unique`` otherwise.
+    """
+    key = np.minimum(a, c).astype(np.int32 if n * n < 2**31 else np.int64)
+    key *= n
+    key += np.maximum(a, c)
+    if n * n <= 4 * max(a.size, 1):
+        table = np.zeros(n * n, dtype=np.int32)
+        table[key] = 1
+        present = np.flatnonzero(table)
+        np.cumsum(table, out=table)
+        code = table[key]
+        code -= 1
+        del table
+    else:
+        present, code = np.unique(key, return_inverse=True)
+        code = code.astype(np.int32)
+    return code, (present // n).astype(np.int32), (present % n).astype(np.int32)
 
 
 def _bilinear(matrix, wt: np.ndarray) -> np.ndarray:
