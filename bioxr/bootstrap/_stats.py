@@ -365,7 +365,7 @@ class _Stats:
             return sparse.csr_matrix((values, (ua, uc)), shape=(n, n))
 
         nu = pairs(n_u)  # Q_s = (N + N^T) w: the transpose is a view, no symmetric copy
-        nu2 = pairs(n_u * n_u)
+        nu2 = _maybe_dense(pairs(n_u * n_u))  # converted once, not per block of replicates
         out = np.empty((w.shape[0], k))
         chunk = int(max(1, min(w.shape[0], _REPLICATE_BLOCK // max(n, 1))))  # (units x block) float64: 8 MiB
         for s0 in range(0, w.shape[0], chunk):
@@ -373,7 +373,7 @@ class _Stats:
             q = nu @ wt
             q += nu.T @ wt
             big_n = 0.5 * np.einsum("sb,sb->b", wt, q)  # sum_u n_u w_a w_c: each pair seen from both sides
-            a0 = _bilinear(nu2, wt)
+            a0 = np.einsum("ur,ur->r", wt, nu2 @ wt)
             swq2 = np.einsum("sb,sb,sb->b", wt, q, q)
             r = np.zeros_like(wt)
             s_u = np.zeros(n_u.size)
@@ -387,7 +387,8 @@ class _Stats:
                         uu, inv = np.unique(u_code[s:e], return_inverse=True)
                         du = np.bincount(inv, ce)
                         # one product: S (both orders) updates R_s; three pair sums as forms w^T D w
-                        rows = np.concatenate([a[s:e], c[s:e], n + ua[uu], 2 * n + ua[uu], 3 * n + ua[uu]])
+                        rows = np.concatenate([a[s:e], c[s:e], n + ua[uu], 2 * n + ua[uu], 3 * n + ua[uu]],
+                                              dtype=np.int64 if 4 * n >= 2**31 else np.int32)
                         cols = np.concatenate([c[s:e], a[s:e], uc[uu], uc[uu], uc[uu]])
                         vals = np.concatenate([ce, ce, du, 2 * s_u[uu] * du + du * du, du * n_u[uu]])
                         y = sparse.csr_matrix((vals, (rows, cols)), shape=(4 * n, n)) @ wt
@@ -458,7 +459,7 @@ class _Stats:
         so each bin's slice is already in CSR order), and its weighted false matches are
         ``w^T N_b w`` for every replicate at once: one sparse-times-dense
         product ``N_b W`` and a column-wise dot with ``W`` (a dense BLAS
-        product where a bin holds most pairs). Counts and weights are small
+        product where a bin holds more than an eighth of the ``n**2`` pairs). Counts and weights are small
         integers, so every sum is exact in float64 and the order of the sums
         changes nothing.
         """
@@ -487,8 +488,8 @@ class _Stats:
 def _unordered_pairs(a: np.ndarray, c: np.ndarray, n: int):
     """Codes of the unordered pairs ``{a, c}`` (int32, ordered by ``min * n + max``) and each code's two subjects.
 
-    A presence table over the ``n**2`` keys where that is no larger than the
-    entries (no sort); ``np.unique`` otherwise.
+    A presence table over the ``n**2`` keys where that is at most four times
+    the entries (no sort); ``np.unique`` otherwise.
     """
     key = np.minimum(a, c).astype(np.int32 if n * n < 2**31 else np.int64)
     key *= n
@@ -507,11 +508,14 @@ def _unordered_pairs(a: np.ndarray, c: np.ndarray, n: int):
     return code, (present // n).astype(np.int32), (present % n).astype(np.int32)
 
 
+def _maybe_dense(matrix):
+    """A sparse matrix as a dense array where more than an eighth of it is filled (BLAS is faster there)."""
+    return matrix.toarray() if matrix.nnz > matrix.shape[0] * matrix.shape[1] // 8 else matrix
+
+
 def _bilinear(matrix, wt: np.ndarray) -> np.ndarray:
     """``w^T M w`` for every column ``w`` of ``wt``: one product ``M W`` (dense BLAS where ``M`` is mostly full)."""
-    if matrix.nnz > matrix.shape[0] * matrix.shape[1] // 8:
-        matrix = matrix.toarray()
-    return np.einsum("ur,ur->r", wt, matrix @ wt)
+    return np.einsum("ur,ur->r", wt, _maybe_dense(matrix) @ wt)
 
 
 def _check_unit(unit):
