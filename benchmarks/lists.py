@@ -33,7 +33,7 @@ trials, so ``--speakers`` sets their size::
 
 ``--data DIR`` writes the dataset there and keeps it; a later run with the
 same ``--lazy``, ``--file-rows`` and ``--speakers`` reads it again (1e9
-trials: 16 GB, about 10 minutes to write).
+trials: 16,195 MiB, about 10 minutes to write).
 """
 
 from __future__ import annotations
