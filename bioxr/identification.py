@@ -89,6 +89,8 @@ class _Probes:
         order = (*self.kept, *reduced)
         self.kept_shape = tuple(ds.sizes[d] for d in self.kept)
         self.n_groups = int(np.prod(self.kept_shape)) if self.kept else 1
+        # a lazy outcome cube: every variable in one compute, so the scores behind them are generated or read once
+        ds = ds[list(dict.fromkeys([*names, "mated_rank_min"]))].compute()
         self.arrays = {
             name: np.asarray(ds[name].broadcast_like(ds["mated_rank_min"]).transpose(*order).values, dtype=float).reshape(
                 self.n_groups, -1
