@@ -320,3 +320,35 @@ def test_client_receives_small_results_for_the_det(big_cube, received):
     assert sum(received) < bound, (sum(received), bound, big_cube.nbytes, n_mated)
     expected = verification.det_curve(big_cube.compute())
     xr.testing.assert_identical(det, expected)
+
+
+# ------------------------------------------------------------------ each block read once
+def test_identification_reads_each_block_once():
+    """The lazy CMC and open-set rates compute their outcome variables together: every block is generated once.
+
+    A lazily generated or stored cube is generated or read again by every
+    compute that needs it; computing the outcome variables one at a time
+    regenerated each block once per variable.
+    """
+    import threading
+
+    import dask.array as da
+
+    cube = _photohead()
+    reads, lock = [], threading.Lock()
+
+    def counted(block, block_info=None):
+        with lock:
+            reads.append(block_info[0]["chunk-location"])
+        return block
+
+    data = da.from_array(cube.values, chunks=(13, 3, 2, -1)).map_blocks(counted, dtype=cube.dtype)
+    lazy = cube.copy(data=data)
+    n_blocks = data.npartitions
+    with dask.config.set(scheduler="threads"):
+        for f in (bioxr.identification.cmc_curve,
+                  lambda c: bioxr.identification.open_set_rates(c, [0.5], impostors="all")):
+            reads.clear()
+            got = f(lazy)
+            assert len(reads) == n_blocks and len(set(reads)) == n_blocks, (len(reads), n_blocks)
+            xr.testing.assert_identical(got, f(cube))
