@@ -102,10 +102,25 @@ def _is_lazy(values) -> bool:
 
 
 def _skip(index) -> np.ndarray | None:
-    """Mated and excluded positions of an index, when they are a large enough share to bias a sample."""
+    """Mated and excluded positions of an index (None if there are none): the cells a sample leaves out.
+
+    A lazy list's index gives them block by block, sorted
+    (:class:`bioxr._core.blockwise.PerBlock`), as they are.
+    """
     if index.mated.size + index.excluded.size == 0:
         return None
+    if getattr(index, "skip", None) is not None:
+        return index.skip
     return np.concatenate([index.mated, index.excluded])
+
+
+def _sorted_skip(skip):
+    """``skip`` as sorted int64 positions (None when empty); positions given per block as they are (sorted)."""
+    if skip is None or not len(skip):
+        return None
+    if hasattr(skip, "parts"):
+        return skip
+    return np.sort(np.asarray(skip, dtype=np.int64))
 
 
 _INFINITE = (
@@ -521,7 +536,7 @@ def strided_sample(values, distance: bool = False, size: int | None = None, skip
     are many (a trial list with 10% target trials).
     """
     stride = max(1, int(values.size) // (sample_size(values) if size is None else size))
-    skip = None if skip is None or not len(skip) else np.sort(np.asarray(skip, dtype=np.int64))
+    skip = _sorted_skip(skip)
     if _is_lazy(values):  # each block draws its own share of the sample where it lives
         from ._core import blockwise
 
@@ -550,8 +565,7 @@ def cells_and_sample(values, index, distance: bool, size: int | None = None):
         return mated_cells(values, index, distance), strided_sample(values, distance, size, skip=_skip(index))
     from ._core import blockwise
 
-    skip = _skip(index)
-    skip = None if skip is None else np.sort(skip)
+    skip = _sorted_skip(_skip(index))
     stride = max(1, int(values.size) // (sample_size(values) if size is None else size))
     (m, x), sample = blockwise.gather_and_sample(values, index.mated, index.excluded, stride, skip)
     return _sorted_cells(m.astype(np.float64), x.astype(np.float64), distance), _sorted_sample(sample, distance)

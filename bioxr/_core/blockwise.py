@@ -101,6 +101,32 @@ class Layout:
         return [local[cuts[b] : cuts[b + 1]] for b in range(self.n_blocks)]
 
 
+class PerBlock:
+    """Positions already given block by block: one array of local flat positions (or a dask Delayed) per block.
+
+    What a lazy comparison list's index is (:class:`bioxr._core.partitions.PartitionIndex`):
+    each block's positions are computed, and stay, where its partition
+    lives; a pass hands each block its own instead of splitting global
+    positions (:meth:`Layout.split`). ``size`` is their total number.
+    """
+
+    def __init__(self, parts, size: int):
+        self.parts = list(parts)
+        self.size = int(size)
+
+    def __len__(self) -> int:
+        return self.size
+
+
+def _split(layout: Layout, pos) -> list:
+    """Local positions per block: ``pos`` split by the layout, or as given by a :class:`PerBlock`."""
+    if isinstance(pos, PerBlock):
+        if len(pos.parts) != layout.n_blocks:
+            raise ValueError(f"{len(pos.parts)} blocks of positions for {layout.n_blocks} blocks of scores")
+        return pos.parts
+    return layout.split(np.empty(0, dtype=np.int64) if pos is None else pos)
+
+
 def run(values, chunk, combine, args, blocks=None):
     """``combine`` over ``chunk(block, *args[b])`` of every block ``b`` (or of ``blocks``), in a tree.
 
@@ -179,7 +205,7 @@ def _gather_combine(*parts):
 def gather(values, *positions):
     """The cells at each array of flat ``positions`` (in no particular order), one blockwise pass."""
     layout = Layout(values.chunks)
-    splits = [layout.split(p) for p in positions]
+    splits = [_split(layout, p) for p in positions]
     args = [tuple(s[b] for s in splits) for b in range(layout.n_blocks)]
     out = run(values, _gather_chunk, _gather_combine, args)
     return out if out is not None else tuple(np.empty(0) for _ in positions)
@@ -210,7 +236,7 @@ def _sample_combine(*parts):
 def sample(values, stride: int, skip) -> np.ndarray:
     """The cells at flat positions ``0, stride, 2 stride, ...`` less ``skip``, NaN dropped (in no particular order)."""
     layout = Layout(values.chunks)
-    skips = layout.split(np.empty(0, dtype=np.int64) if skip is None else skip)
+    skips = _split(layout, skip)
     args = []
     for b in range(layout.n_blocks):
         r0, _, c0, _ = layout.bounds(b)
@@ -232,8 +258,7 @@ def _both_combine(*parts):
 def gather_and_sample(values, mated, excluded, stride: int, skip):
     """:func:`gather` of ``mated`` and ``excluded`` and :func:`sample`, in one blockwise pass."""
     layout = Layout(values.chunks)
-    m, x = layout.split(mated), layout.split(excluded)
-    skips = layout.split(np.empty(0, dtype=np.int64) if skip is None else skip)
+    m, x, skips = _split(layout, mated), _split(layout, excluded), _split(layout, skip)
     args = []
     for b in range(layout.n_blocks):
         r0, _, c0, _ = layout.bounds(b)

@@ -188,7 +188,7 @@ class Grouped:
         """The group's scores (NumPy; dask for a lazy cube, or a lazy list built with ``lazy=True``) and its index."""
         if self._lazy_list is not None:
             lazy = self._lazy_list
-            return lazy.values(g), ListIndex(lazy.index[0][g], lazy.index[1][g])
+            return lazy.values(g), lazy.index_of(g)
         if self.form == "list":
             values = self._take("score", g)
             mated = self._take("mated", g)

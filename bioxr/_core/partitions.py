@@ -12,22 +12,27 @@ partitions live, each partition returning only small results:
   constant within groups;
 - the *index pass*: per partition the mated and self comparisons (from the
   labels: ``subject == reference_subject``, ``probe_id == reference_id``)
-  as positions within each group, the group sizes, the failure counts,
-  and the checks of the in-memory :func:`bioxr.validate_comparison_list`
-  (infinite scores, NaN without a failure flag, no mated comparison), with
-  the same messages and the same "first at comparison i";
+  as positions within each group's rows of the partition (kept where the
+  partition lives: persisted on the workers), and, to the client, the
+  group sizes, the mated, self and failure counts, and the checks of the
+  in-memory :func:`bioxr.validate_comparison_list` (infinite scores, NaN
+  without a failure flag, no mated comparison), with the same messages
+  and the same "first at comparison i";
 - the *units pass* (only with failure flags): one row per reference and
   per probe with its subject and whether it failed, aggregated per
   partition.
 
 Group ``g`` of the list is then a chunked 2-D array of shape ``(n_g, 1)``
 (the partitions' comparisons of that group, in list order, exactly the
-in-memory group's scores) with a :class:`bioxr._core.groups.ListIndex` of
-flat positions: every pass of :mod:`bioxr.counting` over it runs blockwise
+in-memory group's scores) with a :class:`PartitionIndex`: the mated and
+self positions of each of its blocks, handed to that block's task. Every
+pass of :mod:`bioxr.counting` over it runs blockwise
 (:mod:`bioxr._core.blockwise`), as over a lazy cube.
 
-What travels to the client: the mated and self positions (8 bytes each),
-the levels, per-partition counts; never the scores or the labels.
+What travels to the client: the levels and per-partition counts; never
+the scores, the labels or the positions. The passes over a group then
+send what :mod:`bioxr.counting` asks for (the mated and self scores, a
+sample, window contents and counts).
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ import xarray as xr
 
 from .errors import ScoreCubeError
 
-__all__ = ["is_lazy_list", "LazyList"]
+__all__ = ["is_lazy_list", "LazyList", "PartitionIndex"]
 
 COMPARISON = "comparison"
 _FLAGS = ("failed_enrolment", "failed_acquisition")
@@ -118,17 +123,48 @@ def _index_part(score, subject, reference_subject, mated, probe_id, reference_id
         if bad.any():
             out.update(n_bad_nan=int(bad.sum()), first_bad_nan=int(np.argmax(bad)))
     gc = _group_codes(kept_values, levels, shape) if shape else np.zeros(n, dtype=np.int64)
-    rank = _within(gc, n_groups)
     counted_mated = m if selfc is None else m & ~selfc
     out["counts"] = np.bincount(gc, minlength=n_groups).astype(np.int64)
-    out["mated"] = (gc[counted_mated], rank[counted_mated])
-    out["excluded"] = (gc[selfc], rank[selfc]) if selfc is not None else (gc[:0], rank[:0])
+    out["n_mated"] = np.bincount(gc[counted_mated], minlength=n_groups).astype(np.int64)
+    out["n_excluded"] = (np.bincount(gc[selfc], minlength=n_groups).astype(np.int64) if selfc is not None
+                         else np.zeros(n_groups, dtype=np.int64))
     out["has_failed"] = bool(failed is not None and failed.any())
     if out["has_failed"]:
         ok = failed if selfc is None else failed & ~selfc
         out["failed_mated"] = np.bincount(gc[ok & m], minlength=n_groups).astype(np.int64)
         out["failed_all"] = np.bincount(gc[ok], minlength=n_groups).astype(np.int64)
-    return out
+    marks = _marks(gc, n_groups, counted_mated, selfc)
+    return out, marks
+
+
+def _marks(gc: np.ndarray, n_groups: int, mated: np.ndarray, selfc) -> list:
+    """Per group, the positions of its mated and of its self comparisons among its rows of this partition.
+
+    Ascending (list order), int32 where the partition's rows fit: they stay
+    where the partition lives, for the passes over the group's blocks.
+    """
+    dtype = np.int32 if gc.size < 2**31 else np.int64
+    if n_groups == 1:
+        x = np.flatnonzero(selfc).astype(dtype) if selfc is not None else np.empty(0, dtype)
+        return [(np.flatnonzero(mated).astype(dtype), x)]
+    rank = _within(gc, n_groups)
+    out = []
+    for mask in (mated, selfc):
+        if mask is None:
+            out.append([np.empty(0, dtype)] * n_groups)
+            continue
+        g, r = gc[mask], rank[mask].astype(dtype)
+        order = np.argsort(g, kind="stable")  # rows in list order within each group: ascending positions
+        cuts = np.searchsorted(g[order], np.arange(n_groups + 1))
+        r = r[order]
+        out.append([r[cuts[k] : cuts[k + 1]] for k in range(n_groups)])
+    return list(zip(*out))
+
+
+def _group_marks(marks: list, g: int):
+    """``(mated, excluded, both)`` local positions of group ``g`` in one partition (``both`` sorted)."""
+    m, x = marks[g]
+    return m, x, (np.sort(np.concatenate([m, x])) if x.size else m)
 
 
 def _select_part(score, kept_values, levels, shape, g):
@@ -142,6 +178,44 @@ def _units_part(columns: dict, key, who, flag):
     frame["_who"] = np.asarray(columns[who]) if who is not None else None
     frame["_failed"] = np.asarray(columns[flag], dtype=bool) if flag is not None else False
     return frame.groupby(list(key), sort=False).agg(_who=("_who", "first"), _failed=("_failed", "any"))
+
+
+class PartitionIndex:
+    """The mated and self comparisons of a group of a lazy list, as positions within each of its blocks.
+
+    ``mated``, ``excluded`` and ``skip`` (both, sorted) are
+    :class:`bioxr._core.blockwise.PerBlock`: one (delayed) array of local
+    positions per block of the group's scores, computed and kept where the
+    partition lives; the blockwise passes hand each block its own. Only
+    their sizes are known here.
+    """
+
+    def __init__(self, mated, excluded, skip, n_mated: int, n_excluded: int):
+        from .blockwise import PerBlock
+
+        self.mated = PerBlock(mated, n_mated)
+        self.excluded = PerBlock(excluded, n_excluded)
+        self.skip = PerBlock(skip, n_mated + n_excluded)
+
+    @classmethod
+    def empty(cls) -> "PartitionIndex":
+        """No comparison: plain empty arrays, as an in-memory group's index."""
+        index = cls([], [], [], 0, 0)
+        index.mated = index.excluded = np.empty(0, dtype=np.int64)
+        index.skip = None
+        return index
+
+    def positions(self, chunks) -> tuple[np.ndarray, np.ndarray]:
+        """The flat positions in the group, brought to the client (for checks; ``chunks``: the blocks' rows)."""
+        import dask
+
+        offsets = np.concatenate([[0], np.cumsum(chunks)[:-1]]).astype(np.int64)
+        out = []
+        for side in (self.mated, self.excluded):
+            parts = dask.compute(*side.parts)
+            out.append(np.concatenate([np.asarray(p, np.int64) + o for p, o in zip(parts, offsets)])
+                       if parts else np.empty(0, np.int64))
+        return out[0], out[1]
 
 
 class LazyList:
@@ -231,23 +305,20 @@ class LazyList:
         if not (has["probe_id"] and has["reference_id"]):
             cols["probe_id"] = cols["reference_id"] = [None] * len(self.chunks)
         kept_blocks = self._kept_blocks() if self.kept else [()] * len(self.chunks)
-        node = dask.delayed(_index_part, pure=True)
+        node = dask.delayed(_index_part, pure=True, nout=2)
         parts = [node(self.score_blocks[i], *(cols[n][i] for n in names), kept_blocks[i], self.levels, self.shape)
                  for i in range(len(self.chunks))]
-        results = dask.compute(*parts)
+        summaries, marks = [p[0] for p in parts], [p[1] for p in parts]
+        # the marks stay where they were computed (on the workers; in this process under the threaded scheduler)
+        kept = dask.persist(*summaries, *marks)
+        results, self.marks = dask.compute(*kept[: len(parts)]), list(kept[len(parts):])
         self._check(results, where)
         counts = np.stack([r["counts"] for r in results]) if results else np.zeros((0, self.n_groups), np.int64)
         self.sizes = counts.sum(axis=0)
-        starts = np.cumsum(counts, axis=0) - counts  # each partition's first position in each group
         self.group_chunks = counts.T  # (n_groups, n_partitions)
-        self.index = []
-        for kind in ("mated", "excluded"):
-            g = np.concatenate([r[kind][0] for r in results]) if results else np.empty(0, np.int64)
-            pos = np.concatenate([r[kind][1] + starts[i][r[kind][0]] for i, r in enumerate(results)]) \
-                if results else np.empty(0, np.int64)
-            order = np.argsort(g, kind="stable")  # list order within each group: ascending positions
-            cuts = np.searchsorted(g[order], np.arange(self.n_groups + 1))
-            self.index.append([pos[order[cuts[k]:cuts[k + 1]]] for k in range(self.n_groups)])
+        zero = np.zeros(self.n_groups, dtype=np.int64)
+        self.n_mated = sum((r["n_mated"] for r in results), zero)
+        self.n_excluded = sum((r["n_excluded"] for r in results), zero)
         self.has_failures = any(r["has_failed"] for r in results)
         if self.has_failures:
             zero = np.zeros(self.n_groups, dtype=np.int64)
@@ -291,6 +362,21 @@ class LazyList:
                                  shape=(int(c),), dtype=score.dtype)
                  for i, c in enumerate(sizes) if c]
         return da.concatenate(parts)[:, None]
+
+    def index_of(self, g: int) -> "PartitionIndex":
+        """Group ``g``'s mated and self comparisons, block by block of :meth:`values` (kept where they are)."""
+        import dask
+
+        if not self.kept:
+            blocks = range(len(self.chunks))
+        else:
+            blocks = [i for i, c in enumerate(self.group_chunks[g]) if c]
+        if not blocks:  # an empty group: its scores are an empty NumPy array
+            return PartitionIndex.empty()
+        node = dask.delayed(_group_marks, pure=True, nout=3)
+        per = [node(self.marks[i], g) for i in blocks]
+        return PartitionIndex([p[0] for p in per], [p[1] for p in per], [p[2] for p in per],
+                              int(self.n_mated[g]), int(self.n_excluded[g]))
 
     def failure_counts(self, g: int) -> tuple[int, int]:
         if not self.has_failures:
