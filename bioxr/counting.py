@@ -239,10 +239,16 @@ class Pool:
         lazy = _is_lazy(values)
         if values.size < (MIN_WINDOW_CELLS if lazy else MIN_BETWEEN_CELLS) or not (lazy or binning.beats_sort(engine)):
             return cls.full(values, index, distance, cells)
-        m, x = cells if cells is not None else mated_cells(values, index, distance)
+        sample = None
+        if cells is not None:
+            m, x = cells
+        elif lazy:  # the orientation check's sample from the same pass (each pass regenerates or rereads blocks)
+            (m, x), sample = cells_and_sample(values, index, distance)
+        else:
+            m, x = mated_cells(values, index, distance)
         if m.size == 0 or not (np.isfinite(m).all() and np.isfinite(x).all()):
             return cls.full(values, index, distance, (m, x))  # nothing to count between, or an infinity to refuse
-        return _Counted(values, index, distance, m, x, engine)
+        return _Counted(values, index, distance, m, x, engine, sample=sample)
 
     @classmethod
     def window(
@@ -446,7 +452,7 @@ class _Counted(Pool):
     group's curve) one more pass counts them.
     """
 
-    def __init__(self, values, index, distance, m, x, engine=None):
+    def __init__(self, values, index, distance, m, x, engine=None, sample=None):
         edges = np.unique(np.concatenate([m, x]))
         b = _count_between(values, edges, negate=distance, minima=True, engine=engine)
         if b.n_inf:
@@ -464,6 +470,7 @@ class _Counted(Pool):
         ok[0::2] = np.isfinite(b.lowest)
         ok[1::2] = b.at_edge[1:] > n_excl  # an edge all of whose copies are self comparisons is no score
         self._slots = slots[ok]
+        self._sample = sample
 
     @property
     def pool(self):

@@ -323,6 +323,30 @@ def test_client_receives_small_results_for_the_det(big_cube, received):
 
 
 # ------------------------------------------------------------------ each block read once
+def test_det_reads_each_block_twice():
+    """The lazy DET (corners) passes over the blocks twice: the mated cells with the orientation check's sample,
+    then the counts between them (a third pass had drawn the sample alone)."""
+    import threading
+
+    import dask.array as da
+
+    cube = bioxr.simulate.photohead(n_subjects=64, n_images=3, n_collections=8, seed=5)
+    assert cube.size >= bioxr.counting.MIN_WINDOW_CELLS  # counted blockwise, not loaded
+    reads, lock = [], threading.Lock()
+
+    def counted(block, block_info=None):
+        with lock:
+            reads.append(block_info[0]["chunk-location"])
+        return block
+
+    data = da.from_array(cube.values, chunks=(13, 3, 3, -1)).map_blocks(counted, dtype=cube.dtype)
+    lazy = cube.copy(data=data)
+    with dask.config.set(scheduler="threads"):
+        got = bioxr.verification.det_curve(lazy)
+    assert len(reads) == 2 * data.npartitions and len(set(reads)) == data.npartitions, (len(reads), data.npartitions)
+    xr.testing.assert_identical(got, bioxr.verification.det_curve(cube))
+
+
 def test_identification_reads_each_block_once():
     """The lazy CMC and open-set rates compute their outcome variables together: every block is generated once.
 
