@@ -52,7 +52,7 @@ def _job(name: str):
     from bioxr import identification, verification
 
     return {
-        "read": lambda c: float(c.sum()),
+        "read": lambda c: float(c.data.sum()),  # a plain sum (xarray's would skip NaN: a slower pass)
         "eer": lambda c: float(verification.eer(c).eer),
         "det": lambda c: int(verification.det_curve(c).sizes["threshold"]),
         "cmc": lambda c: float(identification.cmc_curve(c, max_rank=10).cmc.isel(rank=0)),
@@ -159,7 +159,7 @@ def main() -> None:
           "against the in-memory statistic alone / with its generation:")
     for stat in stats:
         mem = rows[("memory", stat)]
-        if "error" in mem:
+        if "error" in mem or stat == "read":  # the floor, not a statistic
             continue
         alone = mem["scores"] / mem["seconds"]
         whole = mem["scores"] / (mem["seconds"] + mem["generate"])
