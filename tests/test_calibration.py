@@ -342,12 +342,25 @@ def corrected(reps, point, level):
     return np.clip(np.quantile(reps, [a, 1 - a], axis=0) - (1 + 1 / (2 ** (2 / 3) - 1)) * b, 0, 1).T
 
 
-def union(bounds, center, dev, var, level):
-    """The union of ``bounds`` with the calibrated bootstrap-t interval, written out: ``center - quantiles of u``."""
+def union(bounds, center, dev, var, level, cap=np.inf):
+    """The union of ``bounds`` with the calibrated bootstrap-t interval, written out: ``center - quantiles of u``
+    (clipped to ``[0, cap]``)."""
     var = np.asarray(var, dtype=float)
     u = np.asarray(dev, dtype=float) * np.sqrt(var.mean() / var)
     a = (1 - level) / 2
-    return np.array([min(bounds[0], center - np.quantile(u, 1 - a)), max(bounds[1], center - np.quantile(u, a))])
+    lo, hi = np.clip([center - np.quantile(u, 1 - a), center - np.quantile(u, a)], 0, cap)
+    return np.array([min(bounds[0], lo), max(bounds[1], hi)])
+
+
+def min_dcf_union(res, level):
+    """dcf_interval's corrected minDCF interval by its formula: the shifted percentiles, each prior's widened to
+    the union with its bootstrap-t interval (studentiser min_dcf_replicate_variance, centred at the mean)."""
+    reps, point = res.min_dcf_replicates.values, res.min_dcf.values
+    shifted = corrected(reps, point, level)
+    bias = (reps.mean(axis=0) - point) / (2 ** (2 / 3) - 1)
+    var = res.min_dcf_replicate_variance.values
+    return np.stack([union(shifted[j], point[j] - bias[j], reps[:, j] - reps[:, j].mean(), var[:, j], level, cap=1)
+                     for j in range(point.size)])
 
 
 def test_intervals_contain_the_point_seeded_and_level_forwarded(cube):
@@ -359,20 +372,23 @@ def test_intervals_contain_the_point_seeded_and_level_forwarded(cube):
         lo, hi = a[f"{name}_interval"].sel(bound="lower"), a[f"{name}_interval"].sel(bound="upper")
         assert ((lo <= a[name]) & (a[name] <= hi) & (lo < hi)).all()
     reps, point = a.min_dcf_replicates.values, a.min_dcf.values
-    np.testing.assert_allclose(a.min_dcf_interval.values, corrected(reps, point, 0.95))
+    np.testing.assert_allclose(a.min_dcf_interval.values, min_dcf_union(a, 0.95))
+    assert (a.min_dcf_interval.values[:, 0] <= corrected(reps, point, 0.95)[:, 0]).all()  # never narrower
+    assert (a.min_dcf_interval.values[:, 1] >= corrected(reps, point, 0.95)[:, 1]).all()
     np.testing.assert_allclose(a.min_dcf_bias, (reps.mean(axis=0) - point) / (2 ** (2 / 3) - 1))
     assert (a.min_dcf_bias < 0).all()  # a minimum is optimistic: the corrected interval moves up
     np.testing.assert_allclose(a.act_dcf_interval.values, np.quantile(a.act_dcf_replicates, [0.025, 0.975], axis=0).T)
     assert "act_dcf_bias" not in a
     plain = cal.dcf_interval(cube, seed=3, interval="percentile", **kw)
     np.testing.assert_allclose(plain.min_dcf_interval.values, np.quantile(reps, [0.025, 0.975], axis=0).T)
-    assert "min_dcf_bias" not in plain and "percentile" in plain.attrs["interval"]
+    assert "min_dcf_bias" not in plain and "min_dcf_replicate_variance" not in plain
+    assert "percentile" in plain.attrs["interval"]
     xr.testing.assert_identical(a, cal.dcf_interval(cube, seed=3, **kw))
     other = cal.dcf_interval(cube, seed=4, **kw)
     assert not np.array_equal(a.min_dcf_replicates.values, other.min_dcf_replicates.values)
     half = cal.dcf_interval(cube, seed=3, level=0.5, **kw)
     assert (half.min_dcf_interval.diff("bound") < a.min_dcf_interval.diff("bound")).all()
-    np.testing.assert_allclose(half.min_dcf_interval.values, corrected(reps, point, 0.5))
+    np.testing.assert_allclose(half.min_dcf_interval.values, min_dcf_union(half, 0.5))
     np.testing.assert_allclose(half.act_dcf_interval.values,
                                np.quantile(half.act_dcf_replicates.values, [0.25, 0.75], axis=0).T)
     assert a.attrs["level"] == 0.95 and half.attrs["level"] == 0.5 and a.attrs["nonmated_weights"] == "pigeonhole"
@@ -428,6 +444,33 @@ def test_replicate_variance_is_the_sandwich_of_finite_difference_influences(sche
         psi_m = np.array([cal._min_cllr_from(tp[i], np_[i]) - cal._min_cllr_from(tm[i], nm[i]) for i in range(n)]) / (2 * eps)
         assert var_cllr[b] == pytest.approx(n / (n - 1) * np.sum(w[b] * psi_c**2), rel=1e-5)
         assert var_min[b] == pytest.approx(n / (n - 1) * np.sum(w[b] * psi_m**2), rel=1e-4)
+
+
+@pytest.mark.parametrize("scheme", ["pigeonhole", "probe"])
+def test_min_dcf_variance_is_the_sandwich_of_finite_difference_influences(scheme):
+    """minDCF's studentiser V_b = n / (n - 1) sum_i w_i psi_i^2, psi_i = d minDCF / dw_i by central differences
+    of the replicate's minDCF recomputed from its perturbed run sums (the envelope theorem: its threshold held
+    fixed is exact to first order), at each prior."""
+    rng = np.random.default_rng(6)
+    n = 12
+    s = rng.normal(0, 1, (2 * n, n)) + rng.normal(0, 0.7, n)[None, :]
+    probes = np.repeat(np.arange(n), 2)
+    s[np.arange(2 * n), probes] = 1.5 + rng.normal(0, 1.2, 2 * n)
+    names = np.array([f"s{i:02d}" for i in range(n)])
+    cube = bioxr.score_cube(s, subject=names[probes], reference_subject=names)
+    priors = [0.05, 0.3, 0.5, 0.8]
+    res = cal.dcf_interval(cube, p_target=priors, n_replicates=3, seed=2, nonmated_weights=scheme,
+                           level=0.5)
+    boot = cal._Bootstrap(cube, "exclude", scheme)
+    w = boot.weights(3, seed=2)
+    p, cm, cf, _ = cal._operating_points(priors, 1.0, 1.0)
+    eps = 1e-7
+    for b in range(3):
+        plus, minus = w[b] + eps * np.eye(n), w[b] - eps * np.eye(n)
+        psi = (cal._dcf_from(*boot.sums(plus), boot.runs, p, cm, cf)[0]
+               - cal._dcf_from(*boot.sums(minus), boot.runs, p, cm, cf)[0]) / (2 * eps)  # (unit, prior)
+        expect = n / (n - 1) * np.sum(w[b][:, None] * psi**2, axis=0)
+        np.testing.assert_allclose(res.min_dcf_replicate_variance.values[b], expect, rtol=1e-5)
 
 
 def test_studentized_union_never_narrower_and_widens_where_the_spread_grows_with_the_level():
