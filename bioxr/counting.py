@@ -143,7 +143,7 @@ def mated_cells(values, index: CellIndex, distance: bool):
     if _is_lazy(values):  # each block gathers its own cells where it lives
         from ._core import blockwise
 
-        m, x = (a.astype(np.float64) for a in blockwise.gather(values, index.mated, index.excluded))
+        m, x = blockwise.gather(values, index.mated, index.excluded)  # fresh arrays: sorted in place below
     else:
         flat = np.asarray(values).reshape(-1)
         m = flat[index.mated].astype(np.float64, copy=False)
@@ -575,15 +575,27 @@ def cells_and_sample(values, index, distance: bool, size: int | None = None):
     skip = _sorted_skip(_skip(index))
     stride = max(1, int(values.size) // (sample_size(values) if size is None else size))
     (m, x), sample = blockwise.gather_and_sample(values, index.mated, index.excluded, stride, skip)
-    return _sorted_cells(m.astype(np.float64), x.astype(np.float64), distance), _sorted_sample(sample, distance)
+    return _sorted_cells(m, x, distance), _sorted_sample(sample, distance)
 
 
 def _sorted_cells(m, x, distance: bool):
-    m = m[~np.isnan(m)]
-    x = x[~np.isnan(x)]
+    """``m`` and ``x`` as float64, NaN dropped, similarity-oriented, sorted: in place where they already are
+    float64 without NaN (the callers hand over fresh arrays; a list's mated scores can be a tenth of it)."""
+    return _own_sorted(m, distance), _own_sorted(x, distance)
+
+
+def _own_sorted(a, distance: bool) -> np.ndarray:
+    a = np.asarray(a)
+    if a.dtype != np.float64:
+        a = a.astype(np.float64)
+    nan = np.isnan(a)
+    if nan.any():
+        a = a[~nan]
+    del nan
     if distance:
-        m, x = -m, -x
-    return np.sort(m), np.sort(x)
+        np.negative(a, out=a)
+    a.sort()
+    return a
 
 
 def _sorted_sample(sample, distance: bool):
