@@ -417,18 +417,23 @@ def test_intervals_contain_the_point_seeded_and_level_forwarded(cube):
     np.testing.assert_allclose(ch.min_cllr_interval.values, np.quantile(ch.min_cllr_replicates.values, [0.25, 0.75]))
 
 
+def _small_wolves_cube(n: int, *, seed: int, mated_mean: float):
+    """``n`` subjects with 2 probes and 1 reference each; non-mated scores carry the references' effects (SD 0.7)."""
+    rng = np.random.default_rng(seed)
+    s = rng.normal(0, 1, (2 * n, n)) + rng.normal(0, 0.7, n)[None, :]
+    probes = np.repeat(np.arange(n), 2)
+    s[np.arange(2 * n), probes] = mated_mean + rng.normal(0, 1.2, 2 * n)
+    names = np.array([f"s{i:02d}" for i in range(n)])
+    return bioxr.score_cube(s, subject=names[probes], reference_subject=names)
+
+
 @pytest.mark.parametrize("scheme", ["pigeonhole", "probe"])
 def test_replicate_variance_is_the_sandwich_of_finite_difference_influences(scheme):
     """V_b = n / (n - 1) sum_i w_i psi_i^2, psi_i = dCllr / dw_i by central differences of the replicate's
     Cllr (a separate code path) and of its minCllr (PAV refitted: the envelope theorem makes the fixed-cost
     influence exact to first order)."""
-    rng = np.random.default_rng(5)
     n = 12
-    s = rng.normal(0, 1, (2 * n, n)) + rng.normal(0, 0.7, n)[None, :]
-    probes = np.repeat(np.arange(n), 2)
-    s[np.arange(2 * n), probes] = 2.0 + rng.normal(0, 1.2, 2 * n)
-    names = np.array([f"s{i:02d}" for i in range(n)])
-    cube = bioxr.score_cube(s, subject=names[probes], reference_subject=names)
+    cube = _small_wolves_cube(n, seed=5, mated_mean=2.0)
     boot = cal._Bootstrap(cube, "exclude", scheme, llr=True)
     w = boot.weights(2, seed=1)
     T, N = boot.sums(w)
@@ -451,13 +456,8 @@ def test_min_dcf_variance_is_the_sandwich_of_finite_difference_influences(scheme
     """minDCF's studentiser V_b = n / (n - 1) sum_i w_i psi_i^2, psi_i = d minDCF / dw_i by central differences
     of the replicate's minDCF recomputed from its perturbed run sums (the envelope theorem: its threshold held
     fixed is exact to first order), at each prior."""
-    rng = np.random.default_rng(6)
     n = 12
-    s = rng.normal(0, 1, (2 * n, n)) + rng.normal(0, 0.7, n)[None, :]
-    probes = np.repeat(np.arange(n), 2)
-    s[np.arange(2 * n), probes] = 1.5 + rng.normal(0, 1.2, 2 * n)
-    names = np.array([f"s{i:02d}" for i in range(n)])
-    cube = bioxr.score_cube(s, subject=names[probes], reference_subject=names)
+    cube = _small_wolves_cube(n, seed=6, mated_mean=1.5)
     priors = [0.05, 0.3, 0.5, 0.8]
     res = cal.dcf_interval(cube, p_target=priors, n_replicates=3, seed=2, nonmated_weights=scheme,
                            level=0.5)

@@ -323,15 +323,12 @@ def test_client_receives_small_results_for_the_det(big_cube, received):
 
 
 # ------------------------------------------------------------------ each block read once
-def test_det_reads_each_block_twice():
-    """The lazy DET (corners) passes over the blocks twice: the mated cells with the orientation check's sample,
-    then the counts between them (a third pass had drawn the sample alone)."""
+def _read_counted(cube, chunks):
+    """``cube`` as a dask cube of ``chunks`` that records the location of every block it hands out, and the record."""
     import threading
 
     import dask.array as da
 
-    cube = bioxr.simulate.photohead(n_subjects=64, n_images=3, n_collections=8, seed=5)
-    assert cube.size >= bioxr.counting.MIN_WINDOW_CELLS  # counted blockwise, not loaded
     reads, lock = [], threading.Lock()
 
     def counted(block, block_info=None):
@@ -339,11 +336,20 @@ def test_det_reads_each_block_twice():
             reads.append(block_info[0]["chunk-location"])
         return block
 
-    data = da.from_array(cube.values, chunks=(13, 3, 3, -1)).map_blocks(counted, dtype=cube.dtype)
-    lazy = cube.copy(data=data)
+    data = da.from_array(cube.values, chunks=chunks).map_blocks(counted, dtype=cube.dtype)
+    return cube.copy(data=data), reads
+
+
+def test_det_reads_each_block_twice():
+    """The lazy DET (corners) passes over the blocks twice: the mated cells with the orientation check's sample,
+    then the counts between them (a third pass had drawn the sample alone)."""
+    cube = bioxr.simulate.photohead(n_subjects=64, n_images=3, n_collections=8, seed=5)
+    assert cube.size >= bioxr.counting.MIN_WINDOW_CELLS  # counted blockwise, not loaded
+    lazy, reads = _read_counted(cube, (13, 3, 3, -1))
+    n_blocks = lazy.data.npartitions
     with dask.config.set(scheduler="threads"):
         got = bioxr.verification.det_curve(lazy)
-    assert len(reads) == 2 * data.npartitions and len(set(reads)) == data.npartitions, (len(reads), data.npartitions)
+    assert len(reads) == 2 * n_blocks and len(set(reads)) == n_blocks, (len(reads), n_blocks)
     xr.testing.assert_identical(got, bioxr.verification.det_curve(cube))
 
 
@@ -354,21 +360,9 @@ def test_identification_reads_each_block_once():
     compute that needs it; computing the outcome variables one at a time
     regenerated each block once per variable.
     """
-    import threading
-
-    import dask.array as da
-
     cube = _photohead()
-    reads, lock = [], threading.Lock()
-
-    def counted(block, block_info=None):
-        with lock:
-            reads.append(block_info[0]["chunk-location"])
-        return block
-
-    data = da.from_array(cube.values, chunks=(13, 3, 2, -1)).map_blocks(counted, dtype=cube.dtype)
-    lazy = cube.copy(data=data)
-    n_blocks = data.npartitions
+    lazy, reads = _read_counted(cube, (13, 3, 2, -1))
+    n_blocks = lazy.data.npartitions
     with dask.config.set(scheduler="threads"):
         for f in (bioxr.identification.cmc_curve,
                   lambda c: bioxr.identification.open_set_rates(c, [0.5], impostors="all")):
