@@ -244,7 +244,7 @@ def _widen_min_dcf(ds, boot: _Bootstrap, w, reps, at, cand, costs, level, cap, d
     """
     p, cm, cf = costs
     n_runs = boot.runs.n_runs
-    first = np.where(at < cand.size, cand[np.minimum(at, max(cand.size - 1, 0))], n_runs)  # first accepted run
+    first = np.append(cand, n_runs)[at]  # each replicate's first accepted run (n_runs: reject all)
     norm = np.minimum(cm * p, cf * (1 - p))
     point = np.atleast_1d(ds["min_dcf"].values).astype(float)
     bounds = np.array(ds["min_dcf_interval"].values, dtype=float).reshape(-1, 2)
