@@ -151,6 +151,36 @@ def mated_cells(values, index: CellIndex, distance: bool):
     return _sorted_cells(m, x, distance)
 
 
+def _lt(a, t, side: str = "left") -> np.ndarray:
+    """Scores of the sorted ``a`` below each ``t`` (``side="right"``: at or below).
+
+    ``a`` is an array, or a lazy group's mated scores kept where they are
+    (:class:`bioxr._core.blockwise.Spread`), which counts them there.
+    """
+    if isinstance(a, np.ndarray):
+        return np.searchsorted(a, t, side=side)
+    return a.count_lt(t, side)
+
+
+def _ge(a, t) -> np.ndarray:
+    """Scores of the sorted ``a`` at or above each ``t``."""
+    return a.size - _lt(a, t)
+
+
+def _within(a, lo: float, hi: float) -> np.ndarray:
+    """The sorted scores of ``a`` (an array or a Spread) in ``[lo, hi]``."""
+    if isinstance(a, np.ndarray):
+        return a[(a >= lo) & (a <= hi)]
+    return a.inside(lo, hi)
+
+
+def _held(cells):
+    """``cells`` with mated scores kept where they are (a Spread) gathered: for the paths that need them all."""
+    if cells is None or isinstance(cells[0], np.ndarray):
+        return cells
+    return np.asarray(cells[0]), cells[1]
+
+
 class Pool:
     """The non-mated scores of a group, known exactly in a window of scores.
 
@@ -164,7 +194,10 @@ class Pool:
     n_above : int
         Compared cells (of any kind) above ``hi``.
     mated, excluded : ndarray
-        Sorted mated and excluded scores (all of them).
+        Sorted mated and excluded scores (all of them). On a lazy group
+        with many mated comparisons ``mated`` may be a
+        :class:`bioxr._core.blockwise.Spread`: the scores stay where they
+        were gathered and are counted there, or brought in the window.
     n_mated, n_nonmated : int
         Numbers of mated and non-mated comparisons in the group (all of them).
 
@@ -206,7 +239,7 @@ class Pool:
     @classmethod
     def full(cls, values: np.ndarray, index: CellIndex, distance: bool, cells=None) -> "Pool":
         """Sort every score of the group once (``cells``: its mated_cells, if known)."""
-        m, x = cells if cells is not None else mated_cells(values, index, distance)
+        m, x = _held(cells) if cells is not None else mated_cells(values, index, distance)
         s = np.sort(np.asarray(values), axis=None)  # curves need every score: a lazy cube is loaded here
         # float64 (sorted first: faster in float32), so that thresholds made from the scores are float64 ones
         s = s.astype(np.float64, copy=False)
@@ -241,7 +274,7 @@ class Pool:
             return cls.full(values, index, distance, cells)
         sample = None
         if cells is not None:
-            m, x = cells
+            m, x = _held(cells)
         elif lazy:  # the orientation check's sample from the same pass (each pass regenerates or rereads blocks)
             (m, x), sample = cells_and_sample(values, index, distance)
         else:
@@ -253,7 +286,7 @@ class Pool:
     @classmethod
     def window(
         cls, values: np.ndarray, index: CellIndex, distance: bool, lo: float, hi: float = np.inf, cells=None, edges=(),
-        need_scores: bool = False, at=(),
+        need_scores: bool = False, at=(), mated_grid: bool = True,
     ) -> "Pool":
         """Keep the scores in ``[lo, hi]`` (similarity orientation) and count those above.
 
@@ -268,7 +301,13 @@ class Pool:
         the pool then answers :meth:`false_matches` there (and at ``at``,
         thresholds in similarity orientation the caller will ask for) from the counts
         and fetches those blocks' scores only if something else needs them
-        (:class:`bioxr._core.blockwise.CountedPool`).
+        (:class:`bioxr._core.blockwise.CountedPool`). Without ``mated_grid``
+        those counts are at ``lo`` and ``at`` only (a caller that asks for
+        FMR at sampled scores, not at the mated ones: a trial list's mated
+        scores in a wide window can be most of them). Mated scores kept
+        where they are (a Spread in ``cells``) are brought in the window
+        only as the grid needs them, their counts at ``edges`` in the same
+        pass.
         """
         if not np.isfinite(lo) or values.size < MIN_WINDOW_CELLS:
             return cls.full(values, index, distance, cells)
@@ -276,7 +315,15 @@ class Pool:
         grid = None
         if not need_scores and _is_lazy(values):
             at = np.asarray(at, dtype=float).reshape(-1)
-            grid = np.unique(np.concatenate([[float(lo)], m[(m >= lo) & (m <= hi)], at[(at >= lo) & (at <= hi)]]))
+            if not mated_grid:
+                inside = np.empty(0)
+            elif isinstance(m, np.ndarray):
+                inside = m[(m >= lo) & (m <= hi)]
+            else:  # the mated scores in the window and their counts at the edges (the ROCCH bands): one pass
+                inside = m.inside(lo, hi, at=edges)
+            grid = np.unique(np.concatenate([[float(lo)], inside, at[(at >= lo) & (at <= hi)]]))
+        if not isinstance(m, np.ndarray) and len(edges):
+            m.count_lt(np.asarray(edges, dtype=float))  # known already when counted with the window
         kept, n_above, n_nan, n_edges, lazy = _extract(values, lo, hi, distance, edges, grid)
         kept = _oriented(kept, distance)
         n_valid = values.size - n_nan
@@ -329,19 +376,19 @@ class Pool:
         t = np.asarray(t, dtype=float)
         ge = lambda a: a.size - np.searchsorted(a, t, side="left")  # noqa: E731
         above = np.where(np.isposinf(t), 0, self.n_above)
-        return ge(self.pool) + above - ge(self.mated) - ge(self.excluded)
+        return ge(self.pool) + above - _ge(self.mated, t) - ge(self.excluded)
 
     def edge_false_matches(self) -> np.ndarray:
         """Non-mated scores at or above each edge counted in the pass (exact anywhere)."""
         ge = lambda a: a.size - np.searchsorted(a, self.edges, side="left")  # noqa: E731
-        return self.n_edges - ge(self.mated) - ge(self.excluded)
+        return self.n_edges - _ge(self.mated, self.edges) - ge(self.excluded)
 
     def false_nonmatches(self, t) -> np.ndarray:
         """Mated scores < t, and failed mated comparisons."""
-        return np.searchsorted(self.mated, np.asarray(t, dtype=float), side="left") + self.failed_mated
+        return _lt(self.mated, np.asarray(t, dtype=float)) + self.failed_mated
 
     def _inside(self, a: np.ndarray) -> np.ndarray:
-        return a[(a >= self.lo) & (a <= self.hi)]
+        return _within(a, self.lo, self.hi)
 
     def nonmated_tail(self) -> np.ndarray:
         """Sorted non-mated scores in the window (the pool less mated and excluded values)."""
@@ -524,6 +571,10 @@ SAMPLE_SIZE = 400_000
 #: certified exact), so a smaller one costs at most a wider window, whose large blocks send counts anyway.
 LAZY_SAMPLE_SHARE = 1e-3
 LAZY_SAMPLE_MIN = 50_000
+#: From this many mated comparisons a lazy (dask) group keeps its mated scores where they were gathered
+#: (:func:`cells_and_sample` with ``spread``) for the EER and FNMR at FMR: only windows of them and counts travel.
+#: Below it they travel (8 bytes each: a cube's few mated cells).
+SPREAD_FROM = 1 << 16
 
 
 def sample_size(values) -> int:
@@ -561,19 +612,30 @@ def strided_sample(values, distance: bool = False, size: int | None = None, skip
     return _sorted_sample(sample, distance)
 
 
-def cells_and_sample(values, index, distance: bool, size: int | None = None):
+def cells_and_sample(values, index, distance: bool, size: int | None = None, spread: bool = False):
     """``(mated_cells(...), strided_sample(..., skip=_skip(index)))`` in one pass over a lazy group.
 
     The same arrays as the two calls; on a lazy group one blockwise pass
     instead of two (each pass over a lazily generated or stored cube
-    generates or reads it again).
+    generates or reads it again). With ``spread``, a lazy (dask) group of
+    :data:`SPREAD_FROM` mated comparisons or more keeps its mated scores
+    where they are: the first item is then a
+    :class:`bioxr._core.blockwise.Spread` (their number, a sorted strided
+    sample of them, counts and windows on request) for the callers that
+    handle one.
     """
     if not _is_lazy(values):
         return mated_cells(values, index, distance), strided_sample(values, distance, size, skip=_skip(index))
     from ._core import blockwise
 
     skip = _sorted_skip(_skip(index))
-    stride = max(1, int(values.size) // (sample_size(values) if size is None else size))
+    n_sample = sample_size(values) if size is None else size
+    stride = max(1, int(values.size) // n_sample)
+    if spread and len(index.mated) >= SPREAD_FROM:
+        out = blockwise.spread_and_sample(values, index.mated, index.excluded, stride, skip, distance, n_sample)
+        if out is not None:
+            m, x, sample = out
+            return (m, _own_sorted(x, distance)), _sorted_sample(sample, distance)
     (m, x), sample = blockwise.gather_and_sample(values, index.mated, index.excluded, stride, skip)
     return _sorted_cells(m, x, distance), _sorted_sample(sample, distance)
 

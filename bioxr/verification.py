@@ -472,14 +472,30 @@ def _eer_group(values, index, groups: Grouped, g: int, method: str, ties: str = 
     hull vertex. If the answer could depend on scores outside the window,
     the window widens, up to sorting everything.
     """
-    (m, x), sample = counting.cells_and_sample(values, index, groups.distance)  # one pass over lazy blocks
+    # one pass over lazy blocks; many mated scores of a lazy group stay where they are (a Spread: counted there,
+    # brought in the window), and a strided sample of them places the window
+    (m, x), sample = counting.cells_and_sample(values, index, groups.distance, spread=True)
+    ms = m if isinstance(m, np.ndarray) else m.sample
     if g == 0:
-        warn_if_reversed(m, sample, groups.kind)
-    estimate, slope = _estimate_eer(sample, m)
+        warn_if_reversed(ms, sample, groups.kind)
+    estimate, slope = _estimate_eer(sample, ms)
     n_s = max(sample.size, 1)
     w = 6 * np.sqrt(max(estimate * (1 - estimate), 1.0 / n_s) / n_s) + 2.0 / n_s
+    if method == "rocch" and values.size >= counting.MIN_WINDOW_CELLS and ms is not m:
+        # the mated scores stay where they are: a closed window with bands of exact counts on both sides, so that
+        # only the mated scores in it travel (widened twice before the ladder and the windows open above)
+        for half in (max(3 * w, 0.4 * estimate), max(6 * w, 0.8 * estimate)):
+            banded = _banded_window(sample, ms, estimate, half)
+            if banded is None:
+                break
+            lo, hi, edges = banded
+            pool = _finish(groups, Pool.window(values, index, groups.distance, lo, hi, (m, x), edges), g, index)
+            groups.require(pool, g, "the EER")
+            result = _eer_from_pool(pool, method, ties=ties)
+            if result is not None:
+                return result
     if method == "rocch" and values.size >= counting.MIN_WINDOW_CELLS:
-        ladder = _rocch_ladder(sample, m, estimate, slope, w)
+        ladder = _rocch_ladder(sample, ms, estimate, slope, w)
         if ladder is not None:
             lo, edges = ladder
             # first a window closed above too (FMR down to a third of the EER): few hull points when mated
@@ -542,8 +558,10 @@ def _eer_from_pool(pool: Pool, method: str, affine=None, ties: str = "lenient"):
         n_real = xs.size
         if not open_hi:
             # every point stricter than the window has FMR >= 0 and FNMR >= y[-1]: the phantom (0, y[-1]) lies
-            # below-left of all of them, as (x[0], 0) does for the lenient side
-            xs, ys = np.append(xs, 0.0), np.append(ys, y[-1])
+            # below-left of all of them, as (x[0], 0) does for the lenient side; edges above the window cut
+            # them into bands with tighter phantoms
+            ax, ay = _above_window(pool, y[-1])
+            xs, ys = np.append(xs, ax), np.append(ys, ay)
         value, lo, hi, s = _eer.eer_point(xs, ys, method)
         if lo < first or hi < first or lo >= n_real or hi >= n_real:
             return None  # the crossing may involve points outside the window
@@ -587,9 +605,10 @@ def _below_window(pool: Pool, x, y):
     real point too. Returns ``(xs, ys, first)`` lenient to strict, with the
     window's points from index ``first``.
     """
-    order = np.argsort(pool.edges)  # most lenient edge first
-    ex = (pool.edge_false_matches() / pool.n_nonmated)[order]
-    ey = (pool.false_nonmatches(pool.edges) / pool.n_mated)[order]
+    below = pool.edges < pool.lo  # edges above the window are _above_window's
+    order = np.argsort(pool.edges[below])  # most lenient edge first
+    ex = (pool.edge_false_matches()[below] / pool.n_nonmated)[order]
+    ey = (pool.false_nonmatches(pool.edges[below]) / pool.n_mated)[order]
     xs, ys = [], []
     floor = 0.0
     for px, py in zip(ex, ey):
@@ -602,6 +621,64 @@ def _below_window(pool: Pool, x, y):
     return np.concatenate([xs, x]), np.concatenate([ys, y]), first
 
 
+def _above_window(pool: Pool, y_last: float):
+    """Points behind bounds on every point stricter than a closed window, lenient to strict.
+
+    ``y_last``: FNMR at the window's last threshold. The pool's edges
+    above the window ``e_1 < ... < e_K`` (FMR and FNMR counted exactly
+    there) cut the stricter thresholds into bands: a point in ``(t_last,
+    e_1)`` has FMR >= ``x(e_1)`` and FNMR >= ``y_last``; in ``[e_j,
+    e_{j+1})`` FMR >= ``x(e_{j+1})`` and FNMR >= ``y(e_j)``; beyond
+    ``e_K`` FMR >= 0 and FNMR >= ``y(e_K)``. Each phantom corner lies
+    below-left of its band's points; each edge is a real point too.
+    Without edges: the one phantom ``(0, y_last)``.
+    """
+    above = pool.edges > pool.hi
+    order = np.argsort(pool.edges[above])
+    ex = (pool.edge_false_matches()[above] / pool.n_nonmated)[order]
+    ey = (pool.false_nonmatches(pool.edges[above]) / pool.n_mated)[order]
+    xs, ys = [], []
+    floor = y_last
+    for px, py in zip(ex, ey):
+        xs += [px, px]
+        ys += [floor, py]
+        floor = py
+    return np.array(xs + [0.0]), np.array(ys + [floor])
+
+
+#: Edges on each side of the narrow window of a lazy group whose mated scores stay where they are.
+BAND_EDGES = 12
+
+
+def _banded_window(sample: np.ndarray, ms: np.ndarray, estimate: float, half: float):
+    """A closed window around the sampled EER and edges on both sides of it, from the two samples.
+
+    The window holds the thresholds whose sampled FMR is within ``half``
+    of ``estimate`` (``half`` at most 0.9 times the distance to FMR 0 and
+    to 0.5); :data:`BAND_EDGES` edges below it sit at sampled FNMR
+    levels ``y_lo (1 - (i / (K + 1))^2)``, ``i = K, ..., 1``, and as many
+    above it at sampled FMR levels ``x_hi (1 - (i / (K + 1))^2)``: closer
+    together towards the window, where the curve comes close to the hull's
+    crossing segment and the bands' phantom corners must stay above it. Only places
+    the window: :func:`_eer_from_pool` certifies it with the exact counts.
+    Returns ``(lo, hi, edges)``, or None without a sample or a window.
+    """
+    half = min(half, 0.9 * estimate, 0.9 * (0.5 - estimate))  # a closed window, short of either end of the curve
+    if ms.size == 0 or sample.size == 0 or not half > 0:
+        return None
+    lo = float(np.quantile(sample, 1 - (estimate + half), method="lower"))
+    hi = float(np.quantile(sample, 1 - (estimate - half), method="higher"))
+    if not lo < hi:
+        return None
+    share = 1 - (np.arange(BAND_EDGES, 0, -1) / (BAND_EDGES + 1.0)) ** 2
+    y_lo = np.searchsorted(ms, lo, side="left") / ms.size
+    x_hi = (sample.size - np.searchsorted(sample, hi, side="right")) / sample.size
+    below = np.quantile(ms, y_lo * share, method="lower") if y_lo > 0 else np.empty(0)
+    above = np.quantile(sample, 1 - x_hi * share, method="higher") if x_hi > 0 else np.empty(0)
+    edges = np.unique(np.concatenate([below[below < lo], above[above > hi]]))
+    return lo, hi, edges
+
+
 def _rocch_ladder(sample: np.ndarray, mated: np.ndarray, estimate: float, slope: float, w: float):
     """A narrow window and a few edges below it that should certify the ROCCH EER.
 
@@ -609,8 +686,11 @@ def _rocch_ladder(sample: np.ndarray, mated: np.ndarray, estimate: float, slope:
     line through (EER, EER) with the local slope. Below the window, each
     band's phantom corner must stay above that line; each next edge is the
     most lenient threshold whose (exact) FNMR keeps it so, given the
-    sampled FMR at the previous edge less four standard errors. Returns
-    ``(lo, edges)`` or None when no short ladder reaches FNMR = 0.
+    sampled FMR at the previous edge less four standard errors. ``mated``
+    may be a strided sample of the mated scores (a lazy group's): the edges
+    are then placed approximately, and the window's pass counts FNMR at
+    them exactly. Returns ``(lo, edges)`` or None when no short ladder
+    reaches FNMR = 0.
     """
     n_s, n_m = sample.size, mated.size
     if n_s == 0 or n_m == 0:

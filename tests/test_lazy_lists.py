@@ -45,12 +45,14 @@ def _lazy(trials, chunking):
     return trials.chunk({"comparison": CHUNKINGS[chunking](trials.sizes["comparison"])})
 
 
+@pytest.mark.parametrize("spread", [False, True], ids=["gathered", "spread"])
 @pytest.mark.parametrize("chunking", list(CHUNKINGS))
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture],
           derandomize=True)
 @given(data=sparse_data())
-def test_every_registered_function_on_a_lazy_list_equals_in_memory(chunking, data):
+def test_every_registered_function_on_a_lazy_list_equals_in_memory(chunking, spread, data):
+    """``spread``: the mated scores of the EER and FNMR at FMR stay on the workers (counting.SPREAD_FROM)."""
     trials, _ = data
     lazy = _lazy(trials, chunking)
     assert blockwise.is_chunked(lazy["score"].data) and blockwise.is_chunked(lazy["subject"].data)
@@ -60,10 +62,10 @@ def test_every_registered_function_on_a_lazy_list_equals_in_memory(chunking, dat
             try:
                 expected = call(trials)
             except (ValueError, ScoreCubeError) as err:
-                with pytest.raises(type(err)), _small_windows(), dask.config.set(scheduler="sync"):
+                with pytest.raises(type(err)), _small_windows(spread), dask.config.set(scheduler="sync"):
                     call(lazy)
                 continue
-            with _small_windows(), dask.config.set(scheduler="sync"):
+            with _small_windows(spread), dask.config.set(scheduler="sync"):
                 got = call(lazy)
             if isinstance(expected, xr.DataArray):
                 expected, got = expected.to_dataset(name="x"), got.to_dataset(name="x")
@@ -71,10 +73,13 @@ def test_every_registered_function_on_a_lazy_list_equals_in_memory(chunking, dat
 
 
 @contextlib.contextmanager
-def _small_windows():
-    """These lists hold about 100 comparisons: take the blockwise window and count-between paths, not a sort."""
+def _small_windows(spread: bool = False):
+    """These lists hold about 100 comparisons: take the blockwise window and count-between paths, not a sort
+    (and, with ``spread``, keep every mated score on the workers)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(counting, "MIN_WINDOW_CELLS", 16)
+        if spread:
+            mp.setattr(counting, "SPREAD_FROM", 1)
         yield
 
 
@@ -242,11 +247,12 @@ def test_read_long_in_parts_names_the_file_and_line(tmp_path):
 # ------------------------------------------------------------------ bytes to the client
 @pytest.fixture(scope="module")
 def big_list():
-    """1.2 M comparisons (9.6 MB of scores, 19 MB with the labels) in 24 partitions, 2% mated."""
+    """1.2 M comparisons (9.6 MB of scores, 19 MB with the labels) in 24 partitions, 10% mated (VoxCeleb's share
+    of target trials: 120,000 mated scores, more than counting.SPREAD_FROM)."""
     rng = np.random.default_rng(4)
     n = 1_200_000
     subject = rng.integers(3000, size=n)
-    reference = np.where(rng.random(n) < 0.02, subject, rng.integers(3000, size=n))
+    reference = np.where(rng.random(n) < 0.1, subject, rng.integers(3000, size=n))
     score = rng.normal(size=n) + 3.0 * (subject == reference)
     trials = bioxr.comparison_list(score, subject=subject.astype(np.int32),
                                    reference_subject=reference.astype(np.int32))
@@ -257,16 +263,16 @@ def _list_bound(trials, lazy):
     """1% of the list, plus what any operating point needs whatever the list's size.
 
     The fixed allowance: the strided sample (``counting.sample_size``
-    scores: a lazy list's is at least 50,000), the mated and self scores
-    (8 bytes each, once; their positions stay on the workers), 16 bytes per
-    mated score for the counts of up to four window passes, and 64 KiB for
-    the small counts and containers.
+    scores: a lazy list's is at least 50,000) and as many of the mated
+    scores, and 64 KiB for the small counts and containers. Nothing grows
+    with the mated comparisons: they stay on the workers (their positions
+    and their scores), and only the windows of them an operating point
+    needs travel.
     """
     n = trials.sizes["comparison"]
-    n_cells = int((trials.subject == trials.reference_subject).sum())
     n_sample = -(-n // max(1, n // counting.sample_size(lazy["score"].data)))
     list_bytes = sum(v.nbytes for v in trials.variables.values())
-    return 0.01 * list_bytes + 8 * n_sample + 8 * n_cells + 16 * n_cells + (1 << 16), list_bytes
+    return 0.01 * list_bytes + 2 * 8 * n_sample + (1 << 16), list_bytes
 
 
 @pytest.mark.parametrize("what", ["eer", "fnmr_at_fmr"])
@@ -301,6 +307,7 @@ def test_lazy_list_on_a_local_cluster(tmp_path):
     try:
         with dask.config.set(scheduler=client), pytest.MonkeyPatch.context() as mp:
             mp.setattr(counting, "MIN_WINDOW_CELLS", 1 << 10)  # take the window paths on the workers
+            mp.setattr(counting, "SPREAD_FROM", 1 << 8)  # and keep the mated scores there
             lazy = read_long(tmp_path / "trials", chunks=1000, **KW)  # each part read and checked on a worker
             for f in (verification.eer, lambda d: verification.fnmr_at_fmr(d, [0.01, 0.05]),
                       lambda d: verification.det_curve(d, failure_policy="nist")):

@@ -200,3 +200,81 @@ def test_rocch_window_is_certified_against_hull_vertices_above_it(small_windows,
     whole = verification.det_curve(cube, points="all")  # every distinct score, one full sort: no window
     expected = eer_point(whole.fmr.values, whole.fnmr.values, "rocch")[0]
     assert verification.eer(cube, method="rocch").eer.item() == pytest.approx(expected, abs=1e-12)
+
+
+def _dented(seed: int, kind: str):
+    """A cube whose mated scores come in clumps, so the hull's crossing segment can reach a vertex far from
+    the crossing: ``"above"`` most mated scores far above the rest (test_rocch_window_is_certified_against_hull_
+    vertices_above_it's), ``"below"`` two clumps (..._below_it's), ``"clumps"`` three, half the cases tied."""
+    rng = np.random.default_rng(seed)
+    n_probes, n_refs = 600, 150
+    s = rng.standard_normal((n_probes, n_refs))
+    subj = rng.integers(0, n_refs, n_probes)
+    if kind == "above":
+        shift = np.where(rng.random(n_probes) < rng.uniform(0.3, 0.8), rng.uniform(4, 6), rng.uniform(0.5, 2.0))
+    elif kind == "below":
+        shift = np.where(rng.random(n_probes) < rng.uniform(0.3, 0.7), rng.uniform(2.5, 5), rng.uniform(-0.5, 1.5))
+    else:
+        clumps = rng.uniform(-0.5, 6, 3)
+        shift = clumps[rng.choice(3, n_probes, p=rng.dirichlet(np.ones(3)))]
+    s[np.arange(n_probes), subj] = rng.standard_normal(n_probes) * rng.uniform(0.05, 1) + shift
+    if seed % 2 and kind == "clumps":
+        s = np.round(s, 1)  # ties
+    return score_cube(s, subject=subj, reference_subject=np.arange(n_refs))
+
+
+@pytest.mark.parametrize("kind", ["above", "below", "clumps"])
+@pytest.mark.parametrize("seed", range(8))
+def test_banded_window_of_mated_scores_kept_on_the_workers_is_certified(small_windows, monkeypatch, seed, kind):
+    """A lazy group whose mated scores stay where they are (``counting.SPREAD_FROM``) first tries a closed
+    window with bands of exact counts on both sides (``verification._banded_window``); on curves dented below
+    and above it, and with ties, every method's EER is still the whole curve's. The bands' phantom corners are
+    what make it safe; most of these dented curves are not certified by them and take the wider windows
+    after them (test_banded_window_holds_a_smooth_curve's curves are)."""
+    dask = pytest.importorskip("dask")
+    from bioxr.eer import eer_point
+
+    monkeypatch.setattr(counting, "SPREAD_FROM", 1)
+    tried = []
+    banded = verification._banded_window
+    monkeypatch.setattr(verification, "_banded_window", lambda *a: tried.append(banded(*a)) or tried[-1])
+    cube = _dented(seed, kind)
+    lazy = cube.chunk({cube.dims[0]: 97})
+    whole = verification.det_curve(cube, points="all")
+    expected = eer_point(whole.fmr.values, whole.fnmr.values, "rocch")[0]
+    with dask.config.set(scheduler="sync"):
+        got = verification.eer(lazy, method="rocch")
+        assert got.eer.item() == pytest.approx(expected, abs=1e-12)
+        assert verification.eer(cube, method="rocch").equals(got)
+        for method in ("interpolated", "nearest"):
+            assert verification.eer(lazy, method=method).equals(verification.eer(cube, method=method)), method
+    assert tried and tried[0] is not None
+
+
+@pytest.mark.parametrize("shift, mated_share, decimals", [(3.0, 0.1, None), (1.5, 0.1, None), (4.5, 0.05, None),
+                                                         (3.0, 0.1, 1), (5.0, 0.2, 2)])
+def test_banded_window_holds_a_smooth_curve(monkeypatch, shift, mated_share, decimals):
+    """On a trial list of Gaussian scores (ties too) whose mated scores stay on the workers, one of the two banded
+    windows certifies the ROCCH EER, so only the mated scores in it travel, and the EER is the in-memory one.
+    Fails with the edges above the window taken for edges below it, or without the bands' last phantom."""
+    dask = pytest.importorskip("dask")
+    import bioxr
+
+    monkeypatch.setattr(counting, "MIN_WINDOW_CELLS", 1024)
+    monkeypatch.setattr(counting, "SPREAD_FROM", 1)
+    certified = []
+    from_pool = verification._eer_from_pool
+    monkeypatch.setattr(verification, "_eer_from_pool",
+                        lambda pool, *a, **k: certified.append(from_pool(pool, *a, **k)) or certified[-1])
+    rng = np.random.default_rng(int(shift * 10))
+    n = 200_000
+    subject = rng.integers(1000, size=n)
+    reference = np.where(rng.random(n) < mated_share, subject, rng.integers(1000, size=n))
+    score = rng.normal(size=n) + shift * (subject == reference)
+    if decimals is not None:
+        score = np.round(score, decimals)
+    trials = bioxr.comparison_list(score, subject=subject, reference_subject=reference)
+    with dask.config.set(scheduler="sync"):
+        got = verification.eer(trials.chunk({"comparison": 30_000}))
+    assert certified[-1] is not None and len(certified) <= 2  # one of the two banded windows held it
+    assert got.equals(verification.eer(trials))

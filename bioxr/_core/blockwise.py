@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..counting import Pool, _scan
+from ..counting import Pool, _ge, _scan
 
 #: Partial results combined per node of the tree.
 SPLIT_EVERY = 8
@@ -266,6 +266,186 @@ def gather_and_sample(values, mated, excluded, stride: int, skip):
     return run(values, _both_chunk, _both_combine, args)
 
 
+# ------------------------------------------------------------------ sorted cells kept where they were gathered
+def _spread_chunk(block, local_m, local_x, r0, c0, n_cols, stride, skip, distance):
+    """A block's mated cells sorted (float64, similarity orientation, NaN dropped), its excluded cells and its
+    sample: the first stays where it was made, the others travel."""
+    flat = _flat(block)
+    m = flat[local_m].astype(np.float64)
+    m = m[~np.isnan(m)]
+    if np.isinf(m).any():
+        from ..counting import _INFINITE
+        from .errors import ScoreCubeError
+
+        raise ScoreCubeError(_INFINITE)
+    if distance:
+        np.negative(m, out=m)
+    m.sort()
+    return m, flat[local_x], _sample_chunk(block, r0, c0, n_cols, stride, skip)
+
+
+def _spread_small(part, every):
+    """What travels of a block's :func:`_spread_chunk`: its mated count, every ``every``-th mated cell (sorted),
+    its excluded cells and its sample."""
+    m, x, s = part
+    return m.size, m[every // 2 :: every], x, s
+
+
+def _spread_small_combine(*parts):
+    if not parts:
+        return None
+    return (sum(p[0] for p in parts),) + tuple(_cat([p[k] for p in parts]) for k in (1, 2, 3))
+
+
+def spread_and_sample(values, mated, excluded, stride: int, skip, distance: bool, n_sample: int):
+    """The mated cells kept where they are, as a :class:`Spread`, with the excluded cells and the sample.
+
+    One blockwise pass, as :func:`gather_and_sample`, on a dask array:
+    each block sorts its mated cells (similarity orientation, NaN
+    dropped) and keeps them; only their number, about ``n_sample`` of them
+    (evenly strided in each block's sorted part, sorted), the excluded
+    cells and the strided sample reach the client. Returns ``(spread,
+    excluded, sample)``, the last two unsorted in the scores' orientation;
+    None for another engine (the caller gathers instead).
+    """
+    if not (hasattr(values, "to_delayed") and hasattr(values, "dask")):
+        return None
+    import dask
+
+    layout = Layout(values.chunks)
+    m, x, skips = _split(layout, mated), _split(layout, excluded), _split(layout, skip)
+    grid = values.to_delayed(optimize_graph=True).ravel()
+    node = dask.delayed(_spread_chunk, pure=True)
+    parts = []
+    for b in range(layout.n_blocks):
+        r0, _, c0, _ = layout.bounds(b)
+        parts.append(node(grid[b], m[b], x[b], r0, c0, layout.n_cols, int(stride), skips[b], distance))
+    parts = list(dask.persist(*parts))
+    every = max(1, len(mated) // max(int(n_sample), 1))
+    n, m_sample, cells, sample = _tree([dask.delayed(_spread_small, pure=True)(p, every) for p in parts],
+                                       _spread_small_combine)
+    m_sample.sort()
+    getter = dask.delayed(_first, pure=True)
+    return Spread([getter(p) for p in parts], n, m_sample), cells, sample
+
+
+def _first(part):
+    return part[0]
+
+
+def _tree(nodes, combine):
+    """``combine`` over the (delayed) ``nodes`` in a tree, ``SPLIT_EVERY`` at a time, computed: the root."""
+    import dask
+
+    merge = dask.delayed(combine, pure=True)
+    while len(nodes) > 1:
+        nodes = [merge(*nodes[i : i + SPLIT_EVERY]) for i in range(0, len(nodes), SPLIT_EVERY)]
+    if not nodes:
+        return combine()
+    (root,) = dask.compute(nodes[0])
+    return root
+
+
+def _counts_part(part, t, side):
+    return np.searchsorted(part, t, side=side)
+
+
+def _sum(*parts):
+    return sum(parts[1:], parts[0]) if parts else None
+
+
+def _window_part(part, lo, hi, t, side):
+    i0, i1 = np.searchsorted(part, lo, side="left"), np.searchsorted(part, hi, side="right")
+    return i0, part[i0:i1], np.searchsorted(part, t, side=side)
+
+
+def _window_combine_parts(*parts):
+    return sum(p[0] for p in parts), _cat([p[1] for p in parts]), sum(p[2] for p in parts[1:]) + parts[0][2]
+
+
+class Spread:
+    """Sorted scores held in parts where they were gathered (one sorted part per block), known by counts.
+
+    A lazy group's mated scores when they are many (a trial list with 10%
+    target trials: a tenth of the list): each block keeps its own part,
+    sorted (:func:`spread_and_sample`), and the client holds their number
+    (``size``), a sorted strided ``sample`` and the windows of them it
+    asks for. :meth:`count_lt` counts below any thresholds in one
+    blockwise task per part, summed in a tree; :meth:`inside` brings the
+    scores of a window ``[lo, hi]`` and the count below it, after which
+    counts at thresholds in the window are answered on the client.
+    ``np.asarray`` gathers every score (sorted), for the callers that need
+    them all.
+    """
+
+    def __init__(self, parts, size: int, sample: np.ndarray):
+        self.parts = list(parts)
+        self.size = int(size)
+        self.sample = sample
+        self.fetches = 0  # blockwise passes over the parts (the tests count them)
+        self._windows = []  # (lo, hi, n_below, inside)
+        self._known = {}  # (side, t) -> count
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __array__(self, dtype=None, copy=None):
+        a = np.asarray(self.inside(-np.inf, np.inf))
+        return a if dtype is None else a.astype(dtype)
+
+    def _local(self, t: float, side: str):
+        if np.isneginf(t):
+            return 0
+        if np.isposinf(t):
+            return self.size
+        if (side, t) in self._known:
+            return self._known[(side, t)]
+        for lo, hi, n_below, inside in self._windows:
+            if lo <= t <= hi:
+                return n_below + int(np.searchsorted(inside, t, side=side))
+        return None
+
+    def count_lt(self, t, side: str = "left") -> np.ndarray:
+        """Scores below each threshold (``side="right"``: at or below), exactly."""
+        t = np.asarray(t, dtype=float)
+        flat = t.reshape(-1)
+        out = np.empty(flat.size, dtype=np.int64)
+        todo = []
+        for i, v in enumerate(flat.tolist()):
+            c = self._local(v, side)
+            if c is None:
+                todo.append(i)
+            else:
+                out[i] = c
+        if todo:
+            u = np.unique(flat[todo])
+            counts = self._run(_counts_part, _sum, u, side)
+            self._known.update({(side, v): int(c) for v, c in zip(u.tolist(), counts)})
+            out[todo] = counts[np.searchsorted(u, flat[todo])]
+        return out.reshape(t.shape)
+
+    def inside(self, lo: float, hi: float, at=(), side: str = "left") -> np.ndarray:
+        """The sorted scores in ``[lo, hi]`` (and, in the same pass, the counts at ``at``, kept for :meth:`count_lt`)."""
+        lo, hi = float(lo), float(hi)
+        for wlo, whi, _, inside in self._windows:
+            if wlo <= lo and hi <= whi and not len(at):
+                return inside[(inside >= lo) & (inside <= hi)]
+        at = np.unique(np.asarray(at, dtype=float))
+        n_below, inside, counts = self._run(_window_part, _window_combine_parts, lo, hi, at, side)
+        inside.sort()
+        self._windows.append((lo, hi, int(n_below), inside))
+        self._known.update({(side, v): int(c) for v, c in zip(at.tolist(), np.atleast_1d(counts))})
+        return inside
+
+    def _run(self, fn, combine, *args):
+        import dask
+
+        self.fetches += 1
+        shared = [dask.delayed(a, pure=True) if isinstance(a, np.ndarray) and a.nbytes > 4096 else a for a in args]
+        node = dask.delayed(fn, pure=True)
+        return _tree([node(p, *shared) for p in self.parts], combine)
+
+
 # ------------------------------------------------------------------ counts between edges
 def _between_chunk(block, edges, negate, minima, engine, dtype):
     """A block's :class:`~bioxr._core.binning.Binned`, compact: it is what travels and waits to be combined.
@@ -442,7 +622,7 @@ class CountedPool(Pool):
         ge = lambda a: a.size - np.searchsorted(a, t, side="left")  # noqa: E731
         counted = np.where(top, 0, self._ge_counted[pos])
         above = np.where(top, 0, self.n_above)
-        return ge(self._pool) + counted + above - ge(self.mated) - ge(self.excluded)
+        return ge(self._pool) + counted + above - _ge(self.mated, t) - ge(self.excluded)
 
 
 # ------------------------------------------------------------------ tasks where the data are

@@ -27,11 +27,13 @@ def fnmr_at_fmr_counted(values, index, groups, g: int, raw, convention: str, sha
     and, for "bob", the next non-mated one). None when the tail was never
     deep enough (the caller then sorts, as before).
     """
-    (m, x), sample = cells_and_sample(values, index, groups.distance)
+    # many mated scores stay where they are (a Spread): counted at the grid, brought only in the narrow windows
+    (m, x), sample = cells_and_sample(values, index, groups.distance, spread=True)
     while share < 0.5 and sample.size:
         lo = float(np.quantile(sample, 1 - share, method="lower"))
         grid = np.unique(sample[sample >= lo])
-        pool = finish(Pool.window(values, index, groups.distance, lo, cells=(m, x), at=grid))
+        # counts at the sampled scores only: the mated ones in this wide window can be most of them
+        pool = finish(Pool.window(values, index, groups.distance, lo, cells=(m, x), at=grid, mated_grid=False))
         groups.require(pool, g, "FNMR at FMR")
         ks = np.array([allowed(f, pool.n_nonmated) for f in raw])
         n_ge = pool.false_matches(grid)  # non-mated scores >= each sampled score, exact
