@@ -278,3 +278,29 @@ def test_banded_window_holds_a_smooth_curve(monkeypatch, shift, mated_share, dec
         got = verification.eer(trials.chunk({"comparison": 30_000}))
     assert certified[-1] is not None and len(certified) <= 2  # one of the two banded windows held it
     assert got.equals(verification.eer(trials))
+
+
+@pytest.mark.filterwarnings("ignore::bioxr._core.errors.ScoreKindWarning")
+@pytest.mark.parametrize("part", range(4))
+def test_a_certified_rocch_window_is_exact_whatever_its_bounds_and_edges(small_windows, part):
+    """Any closed window and any edges below and above it, drawn at random on dented curves: the ROCCH EER a
+    window certifies (``_eer_from_pool`` not None) is the whole curve's. 200 curves, 1,000 windows; with the
+    stricter bands' phantom corners at their edges' own FNMR (``_above_window`` unsafe) 10 of them certify a
+    wrong EER."""
+    from bioxr._core import Grouped
+    from bioxr.eer import eer_point
+
+    for seed in range(50 * part, 50 * (part + 1)):
+        rng = np.random.default_rng(seed)
+        cube = _dented(seed, ["above", "below", "clumps"][seed % 3])
+        whole = verification.det_curve(cube, points="all")
+        expected = eer_point(whole.fmr.values, whole.fnmr.values, "rocch")[0]
+        values, index = Grouped(cube, None).block(0)
+        scores = whole.threshold.values[np.isfinite(whole.threshold.values)]
+        for _ in range(5):
+            lo, hi = sorted(rng.choice(scores, 2, replace=False))
+            edges = [rng.choice(side, min(4, side.size), replace=False) for side in (scores[scores < lo],
+                                                                                    scores[scores > hi])]
+            pool = counting.Pool.window(values, index, False, lo, hi, None, np.unique(np.concatenate(edges)))
+            result = verification._eer_from_pool(pool, "rocch")
+            assert result is None or result[0] == pytest.approx(expected, abs=1e-12), (seed, lo, hi)
