@@ -370,3 +370,38 @@ def test_identification_reads_each_block_once():
             got = f(lazy)
             assert len(reads) == n_blocks and len(set(reads)) == n_blocks, (len(reads), n_blocks)
             xr.testing.assert_identical(got, f(cube))
+
+
+@pytest.mark.parametrize("distance", [False, True])
+def test_spread_counts_and_windows_equal_the_gathered_scores(distance, received):
+    """A lazy group's mated scores kept on the workers (blockwise.Spread) answer every count and window as the
+    gathered, sorted scores do: at thresholds inside a window already brought (answered on the client), counted
+    before, infinite, or new (one pass), on both sides, with ties and NaN; only windows and counts travel."""
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(7)
+    values = np.round(rng.normal(size=(60, 300)), 1)
+    values[rng.random(values.shape) < 0.05] = np.nan
+    lazy = da.from_array(values, chunks=(7, 128))
+    mated = np.sort(rng.choice(values.size, 2000, replace=False))
+    excluded = np.sort(np.setdiff1d(rng.choice(values.size, 50, replace=False), mated))
+    skip = np.sort(np.concatenate([mated, excluded]))
+    spread, x, sample = blockwise.spread_and_sample(lazy, mated, excluded, 10, skip, distance, 100)
+    m = values.reshape(-1)[mated]
+    m = np.sort(-m[~np.isnan(m)] if distance else m[~np.isnan(m)])
+    assert spread.size == m.size and 0 < spread.sample.size <= 2 * 100
+    assert np.all(np.diff(spread.sample) >= 0) and np.isin(spread.sample, m).all()
+    np.testing.assert_array_equal(np.sort(x), np.sort(values.reshape(-1)[excluded]))
+    t = np.concatenate([rng.choice(m, 40), rng.normal(size=40), [-np.inf, np.inf, m[0], m[-1]]])
+    lo, hi = np.quantile(m, [0.3, 0.6])
+    np.testing.assert_array_equal(spread.inside(lo, hi, at=t[:10]), m[(m >= lo) & (m <= hi)])
+    passes = spread.fetches
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(spread.count_lt(t, side), np.searchsorted(m, t, side=side), side)
+        inner = t[(t >= lo) & (t <= hi)]
+        np.testing.assert_array_equal(spread.count_lt(inner, side), np.searchsorted(m, inner, side=side))
+    assert spread.fetches == passes + 2  # one pass per side for the thresholds outside the window, then none
+    np.testing.assert_array_equal(spread.count_lt(t[:10]), np.searchsorted(m, t[:10]))  # counted with the window
+    assert spread.fetches == passes + 2
+    # after the pass that made it (the samples, the excluded cells), only the window (30% of them) and counts
+    assert sum(received[1:]) < 8 * m.size / 2
+    np.testing.assert_array_equal(np.asarray(spread), m)  # and all of them, when asked

@@ -384,7 +384,7 @@ class Spread:
         self.sample = sample
         self.fetches = 0  # blockwise passes over the parts (the tests count them)
         self._windows = []  # (lo, hi, n_below, inside)
-        self._known = {}  # (side, t) -> count
+        self._known = {}  # side -> (thresholds, counts) counted before
 
     def __len__(self) -> int:
         return self.size
@@ -393,36 +393,45 @@ class Spread:
         a = np.asarray(self.inside(-np.inf, np.inf))
         return a if dtype is None else a.astype(dtype)
 
-    def _local(self, t: float, side: str):
-        if np.isneginf(t):
-            return 0
-        if np.isposinf(t):
-            return self.size
-        if (side, t) in self._known:
-            return self._known[(side, t)]
-        for lo, hi, n_below, inside in self._windows:
-            if lo <= t <= hi:
-                return n_below + int(np.searchsorted(inside, t, side=side))
-        return None
-
     def count_lt(self, t, side: str = "left") -> np.ndarray:
-        """Scores below each threshold (``side="right"``: at or below), exactly."""
+        """Scores below each threshold (``side="right"``: at or below), exactly.
+
+        Thresholds in a window already brought (:meth:`inside`), counted
+        there before, or infinite are answered here; the others in one
+        blockwise pass.
+        """
         t = np.asarray(t, dtype=float)
         flat = t.reshape(-1)
-        out = np.empty(flat.size, dtype=np.int64)
-        todo = []
-        for i, v in enumerate(flat.tolist()):
-            c = self._local(v, side)
-            if c is None:
-                todo.append(i)
-            else:
-                out[i] = c
-        if todo:
+        out = np.full(flat.size, -1, dtype=np.int64)
+        out[np.isneginf(flat)] = 0
+        out[np.isposinf(flat)] = self.size
+        for lo, hi, n_below, inside in self._windows:
+            hit = (out < 0) & (flat >= lo) & (flat <= hi)
+            out[hit] = n_below + np.searchsorted(inside, flat[hit], side=side)
+        todo = np.flatnonzero(out < 0)
+        if todo.size:
+            known = self._known.get(side)
+            if known is not None:
+                pos = np.minimum(np.searchsorted(known[0], flat[todo]), known[0].size - 1)
+                hit = known[0][pos] == flat[todo]
+                out[todo[hit]] = known[1][pos[hit]]
+                todo = todo[~hit]
+        if todo.size:
             u = np.unique(flat[todo])
-            counts = self._run(_counts_part, _sum, u, side)
-            self._known.update({(side, v): int(c) for v, c in zip(u.tolist(), counts)})
+            counts = np.asarray(self._run(_counts_part, _sum, u, side), dtype=np.int64)
+            self._remember(side, u, counts)
             out[todo] = counts[np.searchsorted(u, flat[todo])]
         return out.reshape(t.shape)
+
+    def _remember(self, side: str, t: np.ndarray, counts: np.ndarray) -> None:
+        """Keep counts at thresholds (sorted, distinct) for later calls."""
+        if not t.size:
+            return
+        if side in self._known:
+            t0, c0 = self._known[side]
+            t, idx = np.unique(np.concatenate([t0, t]), return_index=True)
+            counts = np.concatenate([c0, counts])[idx]
+        self._known[side] = (t, counts)
 
     def inside(self, lo: float, hi: float, at=(), side: str = "left") -> np.ndarray:
         """The sorted scores in ``[lo, hi]`` (and, in the same pass, the counts at ``at``, kept for :meth:`count_lt`)."""
@@ -434,7 +443,7 @@ class Spread:
         n_below, inside, counts = self._run(_window_part, _window_combine_parts, lo, hi, at, side)
         inside.sort()
         self._windows.append((lo, hi, int(n_below), inside))
-        self._known.update({(side, v): int(c) for v, c in zip(at.tolist(), np.atleast_1d(counts))})
+        self._remember(side, at, np.asarray(counts, dtype=np.int64).reshape(-1))
         return inside
 
     def _run(self, fn, combine, *args):
