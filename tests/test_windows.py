@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bioxr import counting, verification
+from bioxr._core import eer_windows
 from bioxr.cube import score_cube
 
 
@@ -81,7 +82,7 @@ def test_window_eer_equals_the_whole_curve(seed, kind, shift, ties, estimate_poi
     strided): the window may widen, the answer may not change."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(counting, "MIN_WINDOW_CELLS", 0)
-        mp.setattr(verification, "ESTIMATE_POINTS", estimate_points)
+        mp.setattr(eer_windows, "ESTIMATE_POINTS", estimate_points)
         rng = np.random.default_rng(seed)
         n_probes, n_refs = 120, 40
         s = rng.standard_normal((n_probes, n_refs))
@@ -227,7 +228,7 @@ def _dented(seed: int, kind: str):
 @pytest.mark.parametrize("seed", range(8))
 def test_banded_window_of_mated_scores_kept_on_the_workers_is_certified(small_windows, monkeypatch, seed, kind):
     """A lazy group whose mated scores stay where they are (``counting.SPREAD_FROM``) first tries a closed
-    window with bands of exact counts on both sides (``verification._banded_window``); on curves dented below
+    window with bands of exact counts on both sides (``eer_windows._banded_window``); on curves dented below
     and above it, and with ties, every method's EER is still the whole curve's. The bands' phantom corners are
     what make it safe; most of these dented curves are not certified by them and take the wider windows
     after them (test_banded_window_holds_a_smooth_curve's curves are)."""
@@ -236,8 +237,8 @@ def test_banded_window_of_mated_scores_kept_on_the_workers_is_certified(small_wi
 
     monkeypatch.setattr(counting, "SPREAD_FROM", 1)
     tried = []
-    banded = verification._banded_window
-    monkeypatch.setattr(verification, "_banded_window", lambda *a: tried.append(banded(*a)) or tried[-1])
+    banded = eer_windows._banded_window
+    monkeypatch.setattr(eer_windows, "_banded_window", lambda *a: tried.append(banded(*a)) or tried[-1])
     cube = _dented(seed, kind)
     lazy = cube.chunk({cube.dims[0]: 97})
     whole = verification.det_curve(cube, points="all")
@@ -263,8 +264,8 @@ def test_banded_window_holds_a_smooth_curve(monkeypatch, shift, mated_share, dec
     monkeypatch.setattr(counting, "MIN_WINDOW_CELLS", 1024)
     monkeypatch.setattr(counting, "SPREAD_FROM", 1)
     certified = []
-    from_pool = verification._eer_from_pool
-    monkeypatch.setattr(verification, "_eer_from_pool",
+    from_pool = eer_windows._eer_from_pool
+    monkeypatch.setattr(eer_windows, "_eer_from_pool",
                         lambda pool, *a, **k: certified.append(from_pool(pool, *a, **k)) or certified[-1])
     rng = np.random.default_rng(int(shift * 10))
     n = 200_000
@@ -302,5 +303,5 @@ def test_a_certified_rocch_window_is_exact_whatever_its_bounds_and_edges(small_w
             edges = [rng.choice(side, min(4, side.size), replace=False) for side in (scores[scores < lo],
                                                                                     scores[scores > hi])]
             pool = counting.Pool.window(values, index, False, lo, hi, None, np.unique(np.concatenate(edges)))
-            result = verification._eer_from_pool(pool, "rocch")
+            result = eer_windows._eer_from_pool(pool, "rocch")
             assert result is None or result[0] == pytest.approx(expected, abs=1e-12), (seed, lo, hi)
