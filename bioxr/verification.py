@@ -586,13 +586,20 @@ def fmr_at_fnmr(cube: xr.DataArray, fnmr, *, dim=None, failure_policy: str = "ex
     out = np.empty((groups.n_groups, targets.size, len(cols)))
     for g in range(groups.n_groups):
         values, index = groups.block(g)
-        m, x = mated_cells(values, index, groups.distance)
+        if counting._is_lazy(values):  # many mated scores of a lazy group stay where they are (a Spread)
+            (m, x), _ = counting.cells_and_sample(values, index, groups.distance, spread=True)
+        else:
+            m, x = mated_cells(values, index, groups.distance)
         if m.size == 0:
             raise ValueError("FMR at FNMR needs mated comparisons; this group has none.")
         failed_m = groups.failure_counts(g, index)[0] if groups.policy == "nist" else 0
         ks = np.array([_allowed(f, m.size + failed_m) - failed_m if f >= 0 else -1 for f in raw])
-        ts = np.array([m[k] if 0 <= k < m.size else np.inf for k in ks])
-        pool = _finish(groups, Pool.window(values, index, groups.distance, float(np.min(ts)), cells=(m, x)), g, index)
+        inside = (ks >= 0) & (ks < m.size)
+        ts = np.full(ks.size, np.inf)
+        ts[inside] = m[ks[inside]] if isinstance(m, np.ndarray) else m.take(ks[inside])
+        spread = not isinstance(m, np.ndarray)  # FMR counted at the thresholds only, not at every mated score above
+        pool = Pool.window(values, index, groups.distance, float(np.min(ts)), cells=(m, x), at=ts, mated_grid=not spread)
+        pool = _finish(groups, pool, g, index)
         groups.require(pool, g, "FMR at FNMR")
         fm_ = pool.false_matches(ts)
         fnm_ = pool.false_nonmatches(ts)

@@ -404,4 +404,8 @@ def test_spread_counts_and_windows_equal_the_gathered_scores(distance, received)
     assert spread.fetches == passes + 2
     # after the pass that made it (the samples, the excluded cells), only the window (30% of them) and counts
     assert sum(received[1:]) < 8 * m.size / 2
+    ranks = np.concatenate([[0, m.size - 1], rng.integers(m.size, size=20)])
+    np.testing.assert_array_equal(spread.take(ranks), m[ranks])  # order statistics: a narrow window each
+    with pytest.raises(IndexError, match="ranks"):
+        spread.take([m.size])
     np.testing.assert_array_equal(np.asarray(spread), m)  # and all of them, when asked

@@ -275,10 +275,11 @@ def _list_bound(trials, lazy):
     return 0.01 * list_bytes + 2 * 8 * n_sample + (1 << 16), list_bytes
 
 
-@pytest.mark.parametrize("what", ["eer", "fnmr_at_fmr"])
+@pytest.mark.parametrize("what", ["eer", "fnmr_at_fmr", "fmr_at_fnmr"])
 def test_client_receives_small_results_for_a_lazy_list(big_list, received, what):
     trials, lazy = big_list
-    call = {"eer": verification.eer, "fnmr_at_fmr": lambda d: verification.fnmr_at_fmr(d, [1e-3, 1e-2])}[what]
+    call = {"eer": verification.eer, "fnmr_at_fmr": lambda d: verification.fnmr_at_fmr(d, [1e-3, 1e-2]),
+            "fmr_at_fnmr": lambda d: verification.fmr_at_fnmr(d, [0.01, 0.1])}[what]
     with dask.config.set(scheduler="threads"):
         got = call(lazy)
     bound, list_bytes = _list_bound(trials, lazy)

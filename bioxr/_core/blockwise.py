@@ -446,6 +446,35 @@ class Spread:
         self._remember(side, at, np.asarray(counts, dtype=np.int64).reshape(-1))
         return inside
 
+    def take(self, k) -> np.ndarray:
+        """The ``k``-th lowest scores (0-based ranks, each ``< size``), exactly.
+
+        Each rank is bracketed by the sorted sample: a score drawn every
+        ``e``-th from each of ``P`` sorted parts is within ``P e`` ranks of
+        its place, so the sample's neighbours ``P + 1`` places away on each
+        side hold the rank between them; the window between them is brought
+        (:meth:`inside`) and read. A bracket that misses opens to the end
+        of the scores it missed.
+        """
+        k = np.asarray(k, dtype=np.int64).reshape(-1)
+        if np.any((k < 0) | (k >= self.size)):
+            raise IndexError(f"ranks must lie in [0, {self.size}); got {k.tolist()}")
+        s = self.sample
+        reach = len(self.parts) + 1
+        out = np.empty(k.size)
+        for j, rank in enumerate(k.tolist()):
+            i = int(rank * s.size / self.size) if s.size else 0
+            lo = float(s[i - reach]) if s.size and i - reach >= 0 else -np.inf
+            hi = float(s[i + reach]) if i + reach < s.size else np.inf
+            while True:
+                inside = self.inside(lo, hi)
+                n_below = int(self.count_lt([lo])[0])  # lo is in a window brought: no pass
+                if n_below <= rank < n_below + inside.size:
+                    out[j] = inside[rank - n_below]
+                    break
+                lo, hi = (-np.inf, hi) if rank < n_below else (lo, np.inf)
+        return out
+
     def _run(self, fn, combine, *args):
         import dask
 
