@@ -643,7 +643,7 @@ def check_score_kind(obj) -> str | None:
     the scores are probably distance scores. Declare score_kind='distance', or the error rates, the EER and every curve are wrong.
     """
     from ._core import Grouped, orientation_message
-    from .counting import mated_cells, strided_sample
+    from .counting import cells_and_sample
 
     if isinstance(obj, xr.Dataset) and not is_comparison_list(obj) and "mated_rank_min" in obj:
         # an outcome cube (e.g. from candidate lists): the best non-mated score of a search is a maximum and may
@@ -651,7 +651,6 @@ def check_score_kind(obj) -> str | None:
         return None
     groups = Grouped(obj, None, lazy=True)  # a lazy list: its passes run blockwise
     values, index = groups.block(0)
-    mated, _ = mated_cells(values, index, groups.distance)
-    from .counting import _skip
-
-    return orientation_message(mated, strided_sample(values, groups.distance, skip=_skip(index)), groups.kind)
+    # one pass over a lazy list; its mated scores, when many, stay where they are and a sample of them speaks
+    (mated, _), others = cells_and_sample(values, index, groups.distance, spread=True)
+    return orientation_message(mated if isinstance(mated, np.ndarray) else mated.sample, others, groups.kind)

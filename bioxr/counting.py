@@ -24,8 +24,13 @@ Two ways to get the non-mated scores in order:
 On a lazy (chunked) group every pass runs blockwise where the blocks live
 and only small results reach the client: the window's scores (or, for a
 block whose window is large, counts at the mated scores in it), the mated
-and excluded cells, the sample (:mod:`bioxr._core.blockwise`). The NumPy
-path is one pass over the array, as before.
+and excluded cells, the sample (:mod:`bioxr._core.blockwise`). Where the
+mated cells are many (:data:`SPREAD_FROM`: a trial list with 10% target
+trials), the EER and the operating points keep them where they were
+gathered, sorted per block (:class:`bioxr._core.blockwise.Spread`): a
+strided sample of them places the window, and only those in the window,
+and counts at given thresholds, travel. The NumPy path is one pass over
+the array, as before.
 
 Everything here works in "similarity orientation": distance scores are
 negated (only the small arrays ever are), so "accept when s >= t" holds
