@@ -112,7 +112,9 @@ def _eer_group(values, index, groups: Grouped, g: int, method: str, ties: str = 
         else:
             lo = float(np.quantile(sample, 1 - lo_share, method="lower"))
             hi = float(np.quantile(sample, 1 - hi_share, method="higher")) if hi_share > 0 else np.inf
-            pool = Pool.window(values, index, groups.distance, lo, hi, (m, x))
+            # every score in the window is a threshold of "interpolated" and "nearest": sent at once, not counted
+            # first and fetched in a second pass
+            pool = Pool.window(values, index, groups.distance, lo, hi, (m, x), need_scores=method != "rocch")
         pool = _finish(groups, pool, g, index)
         groups.require(pool, g, "the EER")
         result = _eer_from_pool(pool, method, ties=ties)
