@@ -409,3 +409,17 @@ def test_spread_counts_and_windows_equal_the_gathered_scores(distance, received)
     with pytest.raises(IndexError, match="ranks"):
         spread.take([m.size])
     np.testing.assert_array_equal(np.asarray(spread), m)  # and all of them, when asked
+
+
+@pytest.mark.parametrize("method", ["interpolated", "nearest"])
+def test_eer_reads_each_block_twice(method):
+    """The lazy EER of "interpolated" and "nearest" passes over the blocks twice: the mated cells with the sample,
+    then the window, whose scores (every one a threshold) travel in that pass; counted there instead, they were
+    fetched in a third pass."""
+    cube = bioxr.simulate.photohead(n_subjects=64, n_images=3, n_collections=8, seed=5)
+    lazy, reads = _read_counted(cube, (13, 3, 3, -1))
+    n_blocks = lazy.data.npartitions
+    with dask.config.set(scheduler="threads"):
+        got = bioxr.verification.eer(lazy, method=method)
+    assert len(reads) == 2 * n_blocks and len(set(reads)) == n_blocks, (len(reads), n_blocks)
+    xr.testing.assert_identical(got, bioxr.verification.eer(cube, method=method))
