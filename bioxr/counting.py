@@ -730,6 +730,19 @@ def _extract(values, lo: float, hi: float, distance: bool, edges=(), thresholds=
     return (*_scan(flat, *bounds, limits, distance), None)
 
 
+#: Up to this many edges the window's pass compares the scores with each; beyond, they are counted between them.
+EDGES_COMPARED = 4
+
+
+def _at_or_beyond(flat: np.ndarray, limits, distance: bool) -> np.ndarray:
+    """Scores at or beyond each limit (raw orientation: ``>=``, or ``<=`` for distances), NaN left out."""
+    e = np.asarray(limits, dtype=np.float64)
+    edges, where = np.unique(-e if distance else e, return_inverse=True)
+    counts = binning.count_between(flat, edges, negate=distance).counts
+    tail = np.cumsum(counts[::-1])[::-1]  # tail[i]: scores in intervals i, i+1, ... = at or above edges[i - 1]
+    return tail[where + 1]
+
+
 def _scan(flat: np.ndarray, a0: float, b0: float, bounded: bool, limits, distance: bool):
     """The pass of :func:`_extract` over one flat float array: ``(kept, n_above, n_nan, n_edges)``.
 
@@ -742,6 +755,11 @@ def _scan(flat: np.ndarray, a0: float, b0: float, bounded: bool, limits, distanc
     n_edges = np.zeros(len(limits), dtype=np.int64)
     # each comparison "s op v" in the block's dtype with v rounded outwards: the float64 decision, exactly
     a, b = _dtype_bound(a0, flat.dtype, up=True), _dtype_bound(b0, flat.dtype, up=False)  # for >= / < and <= / >
+    if len(limits) > EDGES_COMPARED and binning.engine_available("numba"):
+        # many edges (the EER's bands): counted into the intervals between them in one compiled pass, not
+        # compared one by one (binning.count_between: exact in the scores' dtype, as the DET's counts are)
+        n_edges = _at_or_beyond(flat, limits, distance)
+        limits = ()
     edge = [_dtype_bound(e, flat.dtype, up=not distance) for e in limits]
     for start in range(0, flat.size, _BLOCK):
         block = flat[start : start + _BLOCK]

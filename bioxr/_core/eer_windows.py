@@ -78,7 +78,7 @@ def _eer_group(values, index, groups: Grouped, g: int, method: str, ties: str = 
     if method == "rocch" and values.size >= counting.MIN_WINDOW_CELLS and ms is not m:
         # the mated scores stay where they are: a closed window with bands of exact counts on both sides, so that
         # only the mated scores in it travel (widened twice before the ladder and the windows open above)
-        for half in (max(3 * w, 0.4 * estimate), max(6 * w, 0.8 * estimate)):
+        for half in (max(3 * w, HALF[0] * estimate), max(6 * w, HALF[1] * estimate)):
             banded = _banded_window(sample, ms, estimate, half)
             if banded is None:
                 break
@@ -244,6 +244,7 @@ def _above_window(pool: Pool, y_last: float):
 
 #: Edges on each side of the narrow window of a lazy group whose mated scores stay where they are.
 BAND_EDGES = 12
+HALF = (0.4, 0.8)
 
 
 def _banded_window(sample: np.ndarray, ms: np.ndarray, estimate: float, half: float):
