@@ -155,14 +155,7 @@ def _run_dask(values, chunk, combine, args, todo):
             shared[id(a)] = (a, dask.delayed(a, pure=True))
         return shared[id(a)][1]
 
-    parts = [node(grid[b], *map(once, args[b])) for b in todo]
-    merge = dask.delayed(combine, pure=True)
-    while len(parts) > 1:
-        parts = [merge(*parts[i : i + SPLIT_EVERY]) for i in range(0, len(parts), SPLIT_EVERY)]
-    if not parts:
-        return combine()
-    (root,) = dask.compute(parts[0])
-    return root
+    return _tree([node(grid[b], *map(once, args[b])) for b in todo], combine)
 
 
 def _run_bands(values, layout, chunk, combine, args, todo):
