@@ -311,3 +311,24 @@ def test_dense_edges_take_the_sort_unless_an_engine_is_asked_for(monkeypatch):
     count_between(values, dense, minima=True)
     assert len(seen) == 1
 
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("distance", [False, True])
+def test_many_edges_of_the_window_pass_are_counted_exactly(dtype, distance, monkeypatch):
+    """The window pass (counting._scan) counts the scores at or beyond many edges in one count_between pass:
+    the same counts as comparing each score with each edge in float64, with ties, NaN, repeated edges and edges
+    a float32 score cannot equal; and the same as the pass that compares them one by one."""
+    rng = np.random.default_rng(11)
+    flat = np.round(rng.normal(size=5000), 2).astype(dtype)
+    flat[rng.random(flat.size) < 0.03] = np.nan
+    limits = np.concatenate([rng.choice(flat[~np.isnan(flat)], 6).astype(np.float64), rng.normal(size=6),
+                             [0.1, 0.1, 1 / 3]])  # ties with scores, in between, repeated, not a float32
+    wide = flat.astype(np.float64)
+    brute = np.array([np.count_nonzero(wide <= e) if distance else np.count_nonzero(wide >= e) for e in limits])
+    np.testing.assert_array_equal(counting._at_or_beyond(flat, limits, distance), brute)
+    many = counting._scan(flat, -np.inf, np.inf, False, list(limits), distance)[3]
+    monkeypatch.setattr(counting, "EDGES_COMPARED", 10**6)  # one comparison per edge
+    one_by_one = counting._scan(flat, -np.inf, np.inf, False, list(limits), distance)[3]
+    np.testing.assert_array_equal(many, brute)
+    np.testing.assert_array_equal(one_by_one, brute)
