@@ -210,13 +210,8 @@ def main(argv=None) -> int:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/bioxr-coverage-study.json"),
                         help="JSON of finished entries, for resuming (default %(default)s)")
     parser.add_argument("--fresh", action="store_true", help="ignore the cache")
-    parser.add_argument("--pending", action="store_true",
-                        help="run the measured but unregistered entries (coverage_cells.pending_entries) instead; "
-                             "implies --no-write")
     args = parser.parse_args(argv)
-    pool = cc.pending_entries() if args.pending else cc.registry()
-    args.no_write = args.no_write or args.pending
-    entries = [e for e in pool if all(k in e.id for k in args.k) and not any(x in e.id for x in args.x)]
+    entries = [e for e in cc.registry() if all(k in e.id for k in args.k) and not any(x in e.id for x in args.x)]
     cache = args.cache
     if args.fresh and cache.exists():
         cache.unlink()

@@ -659,6 +659,12 @@ def _score_entries() -> list[Entry]:
                              cell.fnmr(cell.threshold_at_fmr(f)), call_fnmr_at_fmr, **heavy))
         for variant in EER_VARIANTS:
             out.append(Entry("bootstrap.eer_interval", variant, cell, "eer", cell.eer(), call_eer(variant), **heavy))
+    for cell in (VERIFICATION_CELLS[c] for c in CALIBRATION_CELLS):  # minima of every score: 0.7-1 s an experiment
+        heavy = dict(test_experiments=300, study_experiments=1000, slow=True, **boot)
+        for p in DCF_PRIORS:
+            out.append(Entry("calibration.dcf_interval", "", cell, f"min_dcf@p={p:g}", cell.min_dcf(p), call_dcf,
+                             **heavy))
+        out.append(Entry("calibration.cllr_interval", "", cell, "min_cllr", cell.min_cllr(), call_cllr, **heavy))
     for cell in IDENTIFICATION_CELLS.values():
         ident = dict(test_experiments=200, study_experiments=1000, **boot)
         for r in CMC_RANKS:
@@ -674,21 +680,6 @@ def _score_entries() -> list[Entry]:
         for q, truth, count in (("fte", cell.fte, cell.n_references), ("fta", cell.fta, cell.n_references * cell.n_samples)):
             out.append(Entry("failures.failure_rates", "", cell, q, truth, call_failure_rates,
                              discrete=truth * count <= DISCRETE_AT_MOST, test_experiments=200))
-    return out
-
-
-def pending_entries() -> list[Entry]:
-    """Interval functions measured but not yet registered: they miss on these cells (``test_coverage.EXEMPT`` says
-    by how much). ``python benchmarks/coverage_study.py --pending`` runs them; they join :func:`registry` once they
-    cover."""
-    out = []
-    for cell in (VERIFICATION_CELLS[c] for c in CALIBRATION_CELLS):  # minima of every score: 0.3-0.8 s an experiment
-        heavy = dict(test_experiments=300, study_experiments=1000, slow=True, bootstrap=True, test_replicates=200,
-                     study_replicates=200)
-        for p in DCF_PRIORS:
-            out.append(Entry("calibration.dcf_interval", "", cell, f"min_dcf@p={p:g}", cell.min_dcf(p), call_dcf,
-                             **heavy))
-        out.append(Entry("calibration.cllr_interval", "", cell, "min_cllr", cell.min_cllr(), call_cllr, **heavy))
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
 import pytest
 import xarray as xr
 from sklearn.isotonic import IsotonicRegression
@@ -335,11 +336,25 @@ def test_replicates_equal_resampling_and_recounting(scheme):
         assert c.cllr_replicates[r].item() == pytest.approx(pc.cllr.item(), rel=1e-10)
 
 
-def corrected(reps, point, level):
-    """The optimism-corrected percentile interval, by its formula: q - (1 + f) (mean - point), f = 1/(2^(2/3) - 1)."""
+def shifted(point, reps, ratio, scale, level, cap=1.0):
+    """The corrected interval of a minimum before its bootstrap-t union, written out from the docs: the scaled
+    deviations' percentiles around the estimate, shifted by f b, f = 1 / ((1 + ratio)^gamma - 1) with gamma 1
+    (lower bound) and 1/2 (upper bound), b = mean(replicates) - estimate."""
     a = (1 - level) / 2
-    b = reps.mean(axis=0) - point
-    return np.clip(np.quantile(reps, [a, 1 - a], axis=0) - (1 + 1 / (2 ** (2 / 3) - 1)) * b, 0, 1).T
+    b = reps.mean() - point
+    d = scale * (reps - reps.mean())
+    f_lo, f_up = 1 / ratio, 1 / (np.sqrt(1 + ratio) - 1)
+    return np.clip([point - f_lo * b + np.quantile(d, a), point - f_up * b + np.quantile(d, 1 - a)], 0, cap), b
+
+
+def minimum_union(point, reps, var, ratio, scale, level, cap=1.0):
+    """``shifted`` widened to its union with the bootstrap-t of the scaled deviations, shifted alike."""
+    (lo, hi), b = shifted(point, reps, ratio, scale, level, cap)
+    a = (1 - level) / 2
+    u = scale * (reps - reps.mean()) * np.sqrt(np.mean(var) / var)
+    f_lo, f_up = 1 / ratio, 1 / (np.sqrt(1 + ratio) - 1)
+    t_lo, t_hi = np.clip([point - f_lo * b - np.quantile(u, 1 - a), point - f_up * b - np.quantile(u, a)], 0, cap)
+    return np.array([min(lo, t_lo), max(hi, t_hi)])
 
 
 def union(bounds, center, dev, var, level, cap=np.inf):
@@ -353,14 +368,17 @@ def union(bounds, center, dev, var, level, cap=np.inf):
 
 
 def min_dcf_union(res, level):
-    """dcf_interval's corrected minDCF interval by its formula: the shifted percentiles, each prior's widened to
-    the union with its bootstrap-t interval (studentiser min_dcf_replicate_variance, centred at the mean)."""
-    reps, point = res.min_dcf_replicates.values, res.min_dcf.values
-    shifted = corrected(reps, point, level)
-    bias = (reps.mean(axis=0) - point) / (2 ** (2 / 3) - 1)
-    var = res.min_dcf_replicate_variance.values
-    return np.stack([union(shifted[j], point[j] - bias[j], reps[:, j] - reps[:, j].mean(), var[:, j], level, cap=1)
+    """dcf_interval's corrected minDCF interval by its formula, prior by prior."""
+    reps, point, var = res.min_dcf_replicates.values, res.min_dcf.values, res.min_dcf_replicate_variance.values
+    ratio, scale = res.min_dcf_noise_ratio.values, res.min_dcf_scale.values
+    return np.stack([minimum_union(point[j], reps[:, j], var[:, j], ratio[j], scale[j], level)
                      for j in range(point.size)])
+
+
+def cube_factor(res, level):
+    """The moment scale without its first factor: sqrt(n / (n - 1)) t_{n-1} / z at the level."""
+    n, q = res.attrs["n_units"], 1 - (1 - level) / 2
+    return np.sqrt(n / (n - 1)) * stats.t.ppf(q, n - 1) / stats.norm.ppf(q)
 
 
 def test_intervals_contain_the_point_seeded_and_level_forwarded(cube):
@@ -373,9 +391,11 @@ def test_intervals_contain_the_point_seeded_and_level_forwarded(cube):
         assert ((lo <= a[name]) & (a[name] <= hi) & (lo < hi)).all()
     reps, point = a.min_dcf_replicates.values, a.min_dcf.values
     np.testing.assert_allclose(a.min_dcf_interval.values, min_dcf_union(a, 0.95))
-    assert (a.min_dcf_interval.values[:, 0] <= corrected(reps, point, 0.95)[:, 0]).all()  # never narrower
-    assert (a.min_dcf_interval.values[:, 1] >= corrected(reps, point, 0.95)[:, 1]).all()
-    np.testing.assert_allclose(a.min_dcf_bias, (reps.mean(axis=0) - point) / (2 ** (2 / 3) - 1))
+    p, T, N = np.array([0.01, 0.1]), a.n_mated.item(), a.n_nonmated.item()
+    r = (1 - p) * T / (p * N)
+    np.testing.assert_allclose(a.min_dcf_noise_ratio, (1 + 3 * r) / (1 + r))  # pigeonhole pair weights: variance 3
+    assert ((a.min_dcf_scale > 0) & (a.min_dcf_scale <= cube_factor(a, 0.95) + 1e-12)).all()
+    np.testing.assert_allclose(a.min_dcf_bias, (reps.mean(axis=0) - point) / ((1 + a.min_dcf_noise_ratio) ** (2 / 3) - 1))
     assert (a.min_dcf_bias < 0).all()  # a minimum is optimistic: the corrected interval moves up
     np.testing.assert_allclose(a.act_dcf_interval.values, np.quantile(a.act_dcf_replicates, [0.025, 0.975], axis=0).T)
     assert "act_dcf_bias" not in a
@@ -398,11 +418,12 @@ def test_intervals_contain_the_point_seeded_and_level_forwarded(cube):
         lo, hi = c[f"{name}_interval"].values
         assert lo <= c[name].item() <= hi and lo < hi
     r = c.min_cllr_replicates.values
-    shifted = corrected(r[:, None], c.min_cllr.item(), 0.95)[0]
-    bias = (r.mean() - c.min_cllr.item()) / (2 ** (2 / 3) - 1)
-    np.testing.assert_allclose(c.min_cllr_bias, bias)
-    np.testing.assert_allclose(c.min_cllr_interval.values,
-                               union(shifted, c.min_cllr.item() - bias, r - r.mean(), c.min_cllr_replicate_variance, 0.95))
+    ratio, scale = c.min_cllr_noise_ratio.item(), c.min_cllr_scale.item()
+    assert 1 < ratio < 3 and 0 < scale <= cube_factor(c, 0.95)
+    np.testing.assert_allclose(c.min_cllr_bias, (r.mean() - c.min_cllr.item()) / ((1 + ratio) ** (2 / 3) - 1))
+    np.testing.assert_allclose(c.min_cllr_interval.values, minimum_union(c.min_cllr.item(), r,
+                                                                         c.min_cllr_replicate_variance.values, ratio,
+                                                                         scale, 0.95))
     q = np.quantile(c.cllr_replicates, [0.025, 0.975])
     np.testing.assert_allclose(c.cllr_interval.values,
                                union(q, c.cllr.item(), c.cllr_replicates - c.cllr, c.cllr_replicate_variance, 0.95))
@@ -473,6 +494,80 @@ def test_min_dcf_variance_is_the_sandwich_of_finite_difference_influences(scheme
         np.testing.assert_allclose(res.min_dcf_replicate_variance.values[b], expect, rtol=1e-5)
 
 
+def _linear_parts(scheme, seed=0):
+    """A small crossed cube's bootstrap, random per-comparison costs, and the halved centred influences x."""
+    cube = _small_wolves_cube(12, seed=seed, mated_mean=2.0)
+    boot = cal._Bootstrap(cube, "exclude", scheme)
+    v = boot.variance
+    rng = np.random.default_rng(seed)
+    cm, cn = rng.exponential(1.0, v.pu_m.size), rng.exponential(1.0, v.pu_n.size)
+    xm, xn = (cm - cm.mean()) / cm.size / 2, (cn - cn.mean()) / cn.size / 2
+    return boot, cm, cn, xm, xn
+
+
+@pytest.mark.parametrize("scheme", ["pigeonhole", "probe"])
+def test_cost_variance_parts_are_the_dyadic_sums_by_brute_force(scheme):
+    """S - P sums x_i x_j over every two comparisons that share a subject (each once, a comparison with itself
+    included): the dyadic moment variance; S alone counts the pairs of the same two subjects twice. Under "probe"
+    weights a non-mated comparison belongs to its probe subject only (P = 0). And n / (n - 1) S is the sandwich
+    that CostVariance gives with every weight 1."""
+    boot, cm, cn, xm, xn = _linear_parts(scheme)
+    v = boot.variance
+    S, P = v.parts(cm, cn)
+    x = np.r_[xm, xn]
+    if scheme == "pigeonhole":
+        sides = [{a} for a in v.pu_m] + [{a, c} for a, c in zip(v.pu_n, v.ru_n)]
+    else:
+        sides = [{a} for a in v.pu_m] + [{a} for a in v.pu_n]
+    share = sum(x[i] * x[j] for i in range(x.size) for j in range(x.size) if sides[i] & sides[j])
+    twice = sum(x[i] * x[j] for i in range(x.size) for j in range(x.size) if len(sides[i] & sides[j]) == 2)
+    assert S - P == pytest.approx(share, rel=1e-9)
+    assert S == pytest.approx(share + (twice if scheme == "pigeonhole" else 0.0), rel=1e-9)
+    assert (P > 0) is (scheme == "pigeonhole")
+    n = v.n
+    assert v(np.ones((1, n)), cm, cn)[0] == pytest.approx(n / (n - 1) * S, rel=1e-9)
+
+
+def test_a_pigeonhole_replicate_varies_as_s_plus_p():
+    """The linear statistic of a pigeonhole replicate (non-mated comparisons weighted by w_a w_c, subjects drawn
+    as bioxr draws them) has variance about S + P: the moment variance S - P plus each pair's own noise twice
+    more (a weight w_a w_c has variance 3; Owen 2007), the premise of moment_scale. Non-mated costs only (the
+    mated ones constant), 30 subjects; Monte Carlo over 20,000 replicates (multinomial draws of 30 subjects
+    give a few % less than Poisson's)."""
+    cube = _small_wolves_cube(30, seed=4, mated_mean=2.0)
+    boot = cal._Bootstrap(cube, "exclude", "pigeonhole")
+    v = boot.variance
+    cn = np.random.default_rng(4).exponential(1.0, v.pu_n.size)
+    S, P = v.parts(np.ones(v.pu_m.size), cn)
+    xn = (cn - cn.mean()) / cn.size / 2
+    w = boot.weights(20_000, seed=1)
+    lin = np.concatenate([(ws[:, v.pu_n] * ws[:, v.ru_n]) @ xn for ws in np.array_split(w, 10)])
+    assert np.var(lin) == pytest.approx(S + P, rel=0.1)
+    assert np.var(lin) > 1.5 * (S - P)  # not the moment variance: the pigeonhole over-states it
+
+
+def test_noise_ratios_and_moment_scale():
+    from bioxr.calibration._optimism import dcf_noise_ratio, moment_scale, optimism_factor, pav_noise_ratio
+
+    one = np.ones(1)
+    # equal local noise from both sides (C_fa (1 - P) T = C_miss P N): (1 + 3) / 2 with pair weights
+    assert dcf_noise_ratio(0.5 * one, one, one, 100.0, 100.0, 3.0)[0] == pytest.approx(2.0)
+    assert dcf_noise_ratio(0.5 * one, one, one, 100.0, 100.0, 1.0)[0] == pytest.approx(1.0)
+    assert dcf_noise_ratio(0.5 * one, one, one, 10.0, 1e6, 3.0)[0] == pytest.approx(1.0, abs=1e-4)  # mated-led
+    assert dcf_noise_ratio(0.5 * one, 2 * one, one, 100.0, 100.0, 3.0)[0] == pytest.approx((1 + 1.5) / 1.5)
+    assert optimism_factor(1.0, 2 / 3) == pytest.approx(1 / (2 ** (2 / 3) - 1))
+    assert optimism_factor(1.0, 0.5) == pytest.approx(1 / (np.sqrt(2) - 1))
+    assert optimism_factor(3.0, 1.0) == pytest.approx(1 / 3)
+    # one two-class PAV block (t, n) = (1, 1) with T = N: (n + 3 t) / (n + t); one-class blocks do not count
+    assert pav_noise_ratio(np.array([0.0, 1.0, 5.0]), np.array([5.0, 1.0, 0.0]), 3.0) == pytest.approx(2.0)
+    assert pav_noise_ratio(np.array([0.0, 5.0]), np.array([5.0, 0.0]), 3.0) == 1.0
+    factor = np.sqrt(60 / 59) * stats.t.ppf(0.975, 59) / stats.norm.ppf(0.975)
+    assert moment_scale(3.0, 1.0, 60, 0.95) == pytest.approx(np.sqrt(2 / 4) * factor)
+    assert moment_scale(1.0, 1.0, 60, 0.95) == pytest.approx(np.sqrt(1 / 2) * factor)  # floored at P
+    assert moment_scale(0.0, 0.0, 60, 0.95) == pytest.approx(factor)  # costs that do not vary: no correction
+    assert moment_scale(3.0, 1.0, 60, 0.5) < moment_scale(3.0, 1.0, 60, 0.95)  # t / z grows with the level
+
+
 def test_studentized_union_never_narrower_and_widens_where_the_spread_grows_with_the_level():
     from bioxr.calibration._studentized import studentized_union
 
@@ -509,9 +604,10 @@ def test_cllr_interval_widens_the_percentile_one_upward_on_skewed_costs():
     lo, hi = default.cllr_interval.values
     plo, phi = plain.cllr_interval.values
     assert lo <= plo and hi > phi + 0.2 * (phi - plo)  # a sample that missed a lamb would under-state Cllr
-    shifted = corrected(plain.min_cllr_replicates.values[:, None], plain.min_cllr.item(), 0.95)[0]
+    moved, _ = shifted(default.min_cllr.item(), default.min_cllr_replicates.values, default.min_cllr_noise_ratio.item(),
+                       default.min_cllr_scale.item(), 0.95)
     lo, hi = default.min_cllr_interval.values
-    assert lo <= shifted[0] and hi > shifted[1] + 0.1 * (shifted[1] - shifted[0])
+    assert lo <= moved[0] and hi > moved[1] + 0.1 * (moved[1] - moved[0])
     assert "bootstrap-t" in default.attrs["interval"] and "bootstrap-t" not in plain.attrs["interval"]
 
 

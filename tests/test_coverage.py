@@ -65,12 +65,6 @@ EXEMPT = {
     "design.design_test": "the F interval of the same variance ratio, the test of design_study's result (as above)",
     "deveval.dev_eval": "the evaluation FMR/FNMR intervals are bootstrap_curve's at a fixed threshold (registered "
     "here); the HTER interval's coverage is measured in benchmarks/DEV_EVAL.md (0.92-0.95)",
-    "calibration.dcf_interval": "measured, not yet covering everywhere: on the registry's 60x4 cells (1,000 "
-    "experiments, B = 200; coverage_cells.pending_entries, `benchmarks/coverage_study.py --pending`) minDCF covers "
-    "0.972 / 0.940 / 0.923 at P_target 0.01 / 0.1 / 0.5 without subject effects and 0.941 / 0.944 / 0.938 with "
-    "wolves (0.961 / 0.922 / 0.898 and 0.918 / 0.914 / 0.914 before its bootstrap-t union): two cells outside the band",
-    "calibration.cllr_interval": "measured, not yet covering: minCllr 0.920 (60x4 independent) and 0.939 (60x4 "
-    "wolves) on the same cells and sizes (as above)",
     "systems.paired_difference": "an interval for a difference of two systems on the same subjects: its level is "
     "checked as the type I error of the paired test (3-7%, tests/test_systems.py) and its coverage of a known "
     "shift there",
@@ -309,7 +303,7 @@ def test_the_verdict_is_an_exact_binomial_test():
     assert outcome.mc_interval[0] < 0.975 < outcome.mc_interval[1]
 
 
-def test_calibration_truths_of_the_pending_entries():
+def test_calibration_truths():
     """minDCF at P_target 0.5 of an equal-variance cell is twice its EER (FNMR = FMR at the midpoint); minCllr is
     the Cllr of a fine isotonic (PAV, scikit-learn) recalibration of the two densities, and minDCF a grid minimum."""
     from sklearn.isotonic import IsotonicRegression

@@ -46,76 +46,72 @@ bootstrap. Whole subjects are drawn with replacement
 subject's count of draws as weight. A non-mated comparison involves two
 subjects (METHODS.md section 12): ``nonmated_weights="pigeonhole"``
 (default) weights it by ``w_probe w_reference`` (Owen 2007: over-states
-the comparisons' own noise), ``"probe"`` by ``w_probe`` (leaves out the
-reference subjects' share). Each replicate recomputes the statistic
-exactly (minDCF over its thresholds, PAV on its weights). actDCF and Cllr
-get the percentile interval. minDCF and minCllr are minima over
-thresholds / calibrations fitted to the data they score, so the sample
-value is optimistic (bias -0.4 to -0.8 SD at 150 subjects) and percentile
-intervals miss (minCllr: 0.70 at 95%); ``interval="corrected"`` (default)
-shifts them by the optimism the replicates show, scaled by the cube-root
-law (:data:`OPTIMISM_FACTOR`, ``*_bias`` in the result).
+the comparisons' own noise, which the corrected interval takes out),
+``"probe"`` by ``w_probe`` (leaves out the reference subjects' share).
+Each replicate recomputes the statistic exactly (minDCF over its
+thresholds, PAV on its weights). actDCF gets the percentile interval,
+Cllr the percentile interval widened to a calibrated bootstrap-t.
 
-Coverage measured at 95% (1,000 replicates; 300 or 200 simulated
-experiments, standard error 1.3-1.5 points): Gaussian scores with
-marginals N(3, 1) mated and N(0, 1) non-mated, 2 probes and 1 reference
-per subject, all against all; ``rho`` = shares of variance of the subject
-effect (mated) and of the probe and reference subjects' effects
-(non-mated). pigeonhole | probe:
+minDCF and minCllr are minima over thresholds / calibrations fitted to the
+data they score, so the sample value is optimistic and a percentile
+interval misses below the truth (minCllr: 0.70 at 95% with 150
+subjects). ``interval="corrected"`` (default) builds the interval of a
+minimum (:mod:`bioxr.calibration._optimism`):
 
-==========================  =========  ==========  =========  ==========  =========  ==========
-scenario                    minDCF .01 actDCF .01  minDCF .1  actDCF .1   minCllr    Cllr
-==========================  =========  ==========  =========  ==========  =========  ==========
-150 subjects, rho 0/0/0     .98 | .95  .99 | .94   .98 | .97  .98 | .98   .89 | .89  .93 | .93
-150 subjects, rho .5/0/0    .96 | .93  .98 | .97   .94 | .93  .96 | .96   .87 | .87  .91 | .90
-150 subjects, rho .5/.1/.1  .93 | .89  .96 | .89   .91 | .89  .93 | .91   .86 | .86  .91 | .90
-100 subjects, rho .5/.2/.2  .94 | .88  .96 | .87   .92 | .89  .95 | .92   .90 | .86  .93 | .93
-==========================  =========  ==========  =========  ==========  =========  ==========
+1. *The optimism, bracketed.* A replicate's minimum is optimistic again,
+   ``b = mean(replicates) - estimate < 0``. If the optimism grows with the
+   noise variance as ``variance^gamma`` and a replicate carries ``lambda``
+   times the sample's local noise on top of it, the sample's bias is ``f
+   b``, ``f = 1 / ((1 + lambda)^gamma - 1)``. ``gamma`` is 2/3 under the
+   cube-root asymptotics (Kim & Pollard 1990), 1/2 where the minimum picks
+   among a few separated near-ties, 1 at a smooth or boundary minimum, and
+   it is not known at a given sample size (60 subjects needed ``f`` from
+   1.0 to 2.2 where the cube-root value is 1.70): the lower bound takes
+   ``gamma = 1``, the upper ``gamma = 1/2``. ``lambda`` is 1 for mated
+   comparisons and 3 for pigeonhole non-mated ones (the variance of ``w_a
+   w_c``), mixed in the shares each side holds of the local noise at the
+   optimum (``*_noise_ratio``); ``*_bias`` reports ``f(lambda, 2/3) b``.
+2. *The spread, rescaled* (``*_scale``): by ``sqrt((S - P) / (S + P))``,
+   the crossed moment variance of the statistic's linearisation at the
+   estimate over the pigeonhole's (``S`` sums each subject's squared
+   influence, ``P`` each pair of subjects'; the moment variance is floored
+   at ``P``), and by ``sqrt(n / (n - 1)) t_{n-1} / z`` for ``n`` subjects
+   (few clusters: Cameron & Miller 2015).
+3. *Shifted percentiles and a bootstrap-t, united*: ``[e - f_lo b + q_a,
+   e - f_up b + q_{1-a}]`` over the rescaled deviations ``d`` from the
+   replicates' mean, widened to the bootstrap-t interval of the same
+   deviations studentised by each replicate's cluster-robust variance
+   (``*_replicate_variance``: minDCF's at the replicate's own optimal
+   threshold, minCllr's with its own PAV costs, each held fixed: the
+   envelope theorem), clipped to ``[0, 1]``.
 
-Uncorrected percentile intervals of the minima (pigeonhole, same rows):
-minDCF .01 .95 .95 .92 .89, minDCF .1 .90 .90 .89 .88, minCllr .70 .70
-.71 .77. "probe" falls below 0.90 once non-mated scores carry subject
-effects; "pigeonhole" is never below 0.91 for the DCFs and over-covers
-only without subject effects: it is the default. The minCllr and Cllr
-columns above are of the percentile intervals (minCllr shifted): they
-miss low (the interval below the truth), as per-subject costs are skewed
-and a sample that drew fewer costly subjects has a lower Cllr and a
-smaller spread. :func:`cllr_interval` therefore widens both to their
-union with the calibrated bootstrap-t interval, studentised by each
-replicate's cluster-robust variance (its docstring). Measured at 95%
-(pigeonhole, 400 replicates; 100 simulated experiments per row, 200 in
-the last, so standard errors 1.5-2.2 points), coverage (below, above) before | after:
+Coverage at 95% on the coverage registry's cells (``tests/coverage_cells.py``:
+60 subjects x 4 samples, all against all, mated mean 3, noise SD 1, without
+subject effects and with SDs 0.7 for the subjects' mated, wolf and lamb
+effects; 1,000 experiments, 200 replicates; ``benchmarks/COVERAGE.md``):
 
-==========================  ===============================  ===============================
-scenario                    minCllr                          Cllr
-==========================  ===============================  ===============================
-150 subjects, rho 0/0/0     .90 (.09, .01) | .95 (.04, .01)  .95 (.02, .03) | .95 (.02, .03)
-150 subjects, rho .5/0/0    .91 (.08, .01) | .97 (.02, .01)  .94 (.04, .02) | .97 (.01, .02)
-150 subjects, rho .5/.1/.1  .91 (.05, .04) | .94 (.02, .04)  .93 (.03, .04) | .95 (.01, .04)
-100 subjects, rho .5/.2/.2  .89 (.10, .02) | .93 (.06, .02)  .92 (.06, .02) | .93 (.05, .02)
-==========================  ===============================  ===============================
+===================  ===========  ==========  ==========  =========
+cell                 minDCF .01   minDCF .1   minDCF .5   minCllr
+===================  ===========  ==========  ==========  =========
+no subject effects   .946         .941        .942        .954
+wolves, lambs        .955         .957        .951        .951
+===================  ===========  ==========  ==========  =========
 
-minDCF's corrected interval is widened the same way (:func:`dcf_interval`):
-its studentiser is the cluster-robust variance of each replicate's DCF at
-its own optimal threshold. The union only widens, so the minDCF columns of
-the first table (measured before it) are lower bounds for it.
+actDCF and Cllr (scores that are LLRs; their intervals are unchanged)
+were measured on Gaussian LLRs, 100-150 subjects with 2 probes and 1
+reference each, with and without subject effects (300 or 200 experiments,
+1,000 replicates; standard errors 1.3-1.5 points): actDCF 0.93-0.99
+(pigeonhole), Cllr 0.93-0.97 after its bootstrap-t union (0.92-0.95
+before).
 
-On the coverage registry's cells (``tests/coverage_cells.py``: 60 subjects
-x 4 samples, all against all, mated mean 3, without subject effects and
-with SDs 0.7 for the subjects' mated, wolf and lamb effects; 1,000
-experiments, 200 replicates; ``benchmarks/coverage_study.py --pending``)
-minDCF covers 0.972 / 0.940 / 0.923 at ``P_target`` 0.01 / 0.1 / 0.5
-without subject effects and 0.941 / 0.944 / 0.938 with them (0.961 /
-0.922 / 0.898 and 0.918 / 0.914 / 0.914 before the union); minCllr 0.920
-and 0.939. The misses of minCllr and of minDCF at ``P_target`` 0.5 are
-mostly intervals wholly below the truth: with 60 subjects the optimism of
-a minimum is a second-order effect that the cube-root correction only
-partly removes. Read these intervals as approximate below about 100
-subjects; they are not yet in the coverage registry.
+The intervals before this construction (a fixed cube-root shift, ``f =
+1.70``, and the plain pigeonhole spread) covered minDCF 0.972 / 0.940 /
+0.923 and 0.941 / 0.944 / 0.938 and minCllr 0.920 / 0.939 there.
 """
 
 from ._point import NOT_LLR, cllr, dcf
 from ._point import _pav, _Runs, _bayes_threshold, _dcf_from, _min_cllr_from, _operating_points  # noqa: F401  (internals)
+from ._optimism import OPTIMISM_EXPONENTS
 from .intervals import INTERVALS, NONMATED_WEIGHTS, OPTIMISM_FACTOR, _Bootstrap, cllr_interval, dcf_interval  # noqa: F401
 
-__all__ = ["INTERVALS", "NONMATED_WEIGHTS", "NOT_LLR", "OPTIMISM_FACTOR", "cllr", "cllr_interval", "dcf", "dcf_interval"]
+__all__ = ["INTERVALS", "NONMATED_WEIGHTS", "NOT_LLR", "OPTIMISM_EXPONENTS", "OPTIMISM_FACTOR", "cllr", "cllr_interval", "dcf", "dcf_interval"]

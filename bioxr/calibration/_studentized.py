@@ -24,7 +24,7 @@ import numpy as np
 from scipy import sparse
 
 
-def pav_costs(t: np.ndarray, n: np.ndarray):
+def pav_costs(t: np.ndarray, n: np.ndarray, blocks: bool = False):
     """PAV of run weights ``t`` (mated), ``n`` (non-mated): minCllr and every run's mated and non-mated cost (bits).
 
     The same pooling as :func:`bioxr.calibration._point._pav`, keeping
@@ -65,7 +65,8 @@ def pav_costs(t: np.ndarray, n: np.ndarray):
         cost_n = np.where(bn_a > 0, np.log2(both / (bn_a * big_t)), 0.0)
     value = float((bt_a @ cost_t / big_t + bn_a @ cost_n / big_n) / 2)
     sizes = np.asarray(size)
-    return value, np.repeat(cost_t, sizes), np.repeat(cost_n, sizes)
+    out = value, np.repeat(cost_t, sizes), np.repeat(cost_n, sizes)
+    return (*out, bt_a, bn_a) if blocks else out
 
 
 class CostVariance:
@@ -116,15 +117,37 @@ class CostVariance:
             out[s : s + step] = n / (n - 1) * np.sum(ws * psi**2, axis=1)
         return out
 
+    def parts(self, cost_m: np.ndarray, cost_n: np.ndarray) -> tuple[float, float]:
+        """The sample's ``(S, P)``: ``S = sum_i psi_i^2`` and the pair part ``P = sum_u phi_u^2``, unscaled.
 
-def studentized_union(bounds, point, reps, var_reps, *, level: float, center=None, shift: float = 0.0,
-                      cap: float = np.inf) -> np.ndarray:
+        ``psi_i`` as in :meth:`__call__` with every weight 1 (the crossed
+        form), ``phi_u`` the same sum over the non-mated comparisons of the
+        unordered pair of subjects ``u``, halved. ``S`` holds each pair's
+        own noise twice (once through each subject): the dyadic moment
+        variance (METHODS.md section 12) is ``n / (n - 1) (S - P)``, and a
+        pigeonhole replicate's variance is about ``n / (n - 1) (S + P)``
+        (its pair weights ``w_a w_c`` have variance 3; Owen 2007). Under
+        ``"probe"`` weights there is no pair part: ``P = 0``.
+        """
+        n = self.n
+        em = (cost_m - cost_m.mean()) / cost_m.size
+        en = (cost_n - cost_n.mean()) / cost_n.size
+        psi = np.bincount(self.pu_m, em, n) + np.bincount(self.pu_n, en, n)
+        if not self.pigeonhole:
+            return float(np.sum((psi / 2) ** 2)), 0.0
+        psi += np.bincount(self.ru_n, en, n)
+        pair = np.minimum(self.pu_n, self.ru_n) * n + np.maximum(self.pu_n, self.ru_n)
+        _, code = np.unique(pair, return_inverse=True)
+        phi = np.bincount(code, en)
+        return float(np.sum((psi / 2) ** 2)), float(np.sum((phi / 2) ** 2))
+
+
+def studentized_union(bounds, point, reps, var_reps, *, level: float, cap: float = np.inf) -> np.ndarray:
     """Widen ``bounds`` (2,) to the calibrated bootstrap-t interval where it is defined; never narrower.
 
-    ``u_b = (r_b - center) sqrt(mean(V) / V_b)`` over the replicates
-    ``r_b`` with variances ``V_b`` (``center`` the estimate, or for a
-    minimum the replicates' mean), the interval ``[point - u_{1-a} + shift,
-    point - u_a + shift]`` clipped to ``[0, cap]``, and the union with
+    ``u_b = (r_b - point) sqrt(mean(V) / V_b)`` over the replicates
+    ``r_b`` with variances ``V_b``, the interval ``[point - u_{1-a},
+    point - u_a]`` clipped to ``[0, cap]``, and the union with
     ``bounds`` (the lower of the lower bounds, the higher of the upper
     ones), as :func:`bioxr.bootstrap._studentized._studentized_union`. Left as it
     is where a replicate or a variance is not finite and positive.
@@ -135,7 +158,7 @@ def studentized_union(bounds, point, reps, var_reps, *, level: float, center=Non
             or not np.all(np.isfinite(var_reps)) or not np.all(var_reps > 0)):
         return out
     alpha = (1 - level) / 2
-    u = (reps - (point if center is None else center)) * np.sqrt(np.mean(var_reps) / var_reps)
+    u = (reps - point) * np.sqrt(np.mean(var_reps) / var_reps)
     u_lo, u_hi = np.quantile(u, [alpha, 1 - alpha])
-    lo, hi = np.clip([point - u_hi + shift, point - u_lo + shift], 0.0, cap)
+    lo, hi = np.clip([point - u_hi, point - u_lo], 0.0, cap)
     return np.array([min(out[0], lo), max(out[1], hi)])

@@ -12,6 +12,7 @@ from ..bootstrap import subject_draws
 from ..cube import ScoreCubeError
 from ..intervals import BOUND_KINDS
 from ..simulate import _entropy
+from ._optimism import PAIR_NOISE, dcf_noise_ratio, minimum_interval, moment_scale, pav_noise_ratio
 from ._studentized import CostVariance, pav_costs, studentized_union
 from ._point import _act_from, _bayes_threshold, _dcf_from, _operating_points, _Runs, cllr, dcf
 
@@ -27,30 +28,31 @@ NONMATED_TEXT = {
 DEGENERATE = "degenerate (every replicate equals the estimate; no interval)"
 #: Interval kinds: "corrected" (default) shifts minDCF and minCllr for the optimism of a minimum; "percentile" not.
 INTERVALS = ("corrected", "percentile")
-#: A sample minimum's bias over the extra bias of a replicate's: 1 / (2^(2/3) - 1) under the cube-root law.
+#: A sample minimum's bias over a replicate's extra bias under the cube-root law when a replicate's noise equals
+#: the sample's: 1 / (2^(2/3) - 1). The reported ``*_bias`` uses the data's noise ratio; the interval brackets the
+#: exponent (:data:`~bioxr.calibration._optimism.OPTIMISM_EXPONENTS`).
 OPTIMISM_FACTOR = 1 / (2 ** (2 / 3) - 1)
+_MINIMUM_TEXT = ("the replicates' deviations from their mean, scaled by the crossed moment variance over the "
+                 "pigeonhole's and by sqrt(n / (n - 1)) t_{n-1} / z (n subjects), read around the estimate shifted "
+                 "by -f b (b = mean replicate - estimate, f = 1 / ((1 + lambda)^gamma - 1), lambda a replicate's local "
+                 "noise over the sample's): the lower bound with gamma = 1, the upper with gamma = 1/2 (the optimism "
+                 "of a minimum, bracketed), each widened to the bootstrap-t of the same deviations (studentiser the "
+                 "cluster-robust variance of each replicate at its own optimum, held fixed), clipped to [0, 1]")
 INTERVAL_TEXT = {
-    "corrected": ("percentile bootstrap; for minDCF and minCllr shifted by -(1 + f) (mean replicate - estimate), "
-                  "f = 1 / (2^(2/3) - 1) = 1.70 (the optimism of a minimum, cube-root law), clipped to [0, 1], and "
-                  "minDCF's widened to its union with the calibrated bootstrap-t interval (studentiser the "
-                  "cluster-robust variance of each replicate's DCF at its own optimal threshold, held fixed); "
-                  "actDCF and Cllr plain percentile"),
+    "corrected": f"subject bootstrap; minDCF: {_MINIMUM_TEXT}; actDCF plain percentile",
     "percentile": "percentile bootstrap (minDCF and minCllr are optimistic: this under-covers them)",
 }
 CLLR_INTERVAL_TEXT = {
-    "corrected": ("percentile bootstrap (minCllr shifted by -(1 + f) (mean replicate - estimate), f = 1 / (2^(2/3) - 1) "
-                  "= 1.70, clipped to [0, 1]), widened to its union with the calibrated bootstrap-t interval: "
-                  "studentiser the cluster-robust (per-subject influence) variance of each replicate, PAV costs held "
-                  "fixed for minCllr (the minCllr bootstrap-t shifted by the same bias)"),
+    "corrected": (f"subject bootstrap; minCllr: {_MINIMUM_TEXT}; Cllr: percentile, widened to its union with the "
+                  "calibrated bootstrap-t interval (studentiser the cluster-robust variance of each replicate)"),
     "percentile": "percentile bootstrap (minCllr is optimistic and Cllr's costs skewed: this under-covers them)",
 }
 ZERO_TEXT = "; at a cost of 0 (perfect separation) one-sided on the subjects, never a zero-width interval"
 #: Measured coverage of the 95% intervals (table in the module docstring).
-COVERAGE = ("95% intervals measured on simulated all-against-all data, 100-150 subjects (bioxr.calibration docstring): "
-            "minDCF and actDCF 0.91-0.99 (pigeonhole; minDCF before its bootstrap-t union, which only widens); "
-            "minCllr and Cllr 0.93-0.97 with the studentised union of cllr_interval (0.89-0.91 and 0.92-0.95 "
-            "without); with 60 subjects minDCF 0.92-0.97 and minCllr 0.92-0.94: below 95% where the minimum's "
-            "optimism is large")
+COVERAGE = ("95% intervals measured on the coverage registry's cells (60 subjects x 4 samples, all against all, "
+            "with and without subject effects; 1,000 experiments, 200 replicates; benchmarks/COVERAGE.md): minDCF "
+            "0.941-0.957 at P_target 0.01, 0.1 and 0.5, minCllr 0.951-0.954; actDCF and Cllr: bioxr.calibration "
+            "docstring")
 
 
 def _prepare(level, n_replicates, nonmated_weights, interval, failure_policy):
@@ -173,16 +175,13 @@ def _zero_cost_bound(p, cm, cf, n_mated_units, n_nonmated_units, level, cap):
     return np.minimum(value, 1.0) if cap else value
 
 
-def _bounds(point, reps, level, *, corrected=False, cap=None, zero_bound=None):
+def _bounds(point, reps, level, *, zero_bound=None, minimum=None, cap=None):
     """``(bounds (j, 2), kinds (j,), bias (j,))`` from replicates ``(replicate, j)``; never zero-width.
 
-    ``corrected``: the percentile interval of a minimum, shifted for its
-    optimism. A replicate's minimum is optimistic again, ``b =
-    mean(replicates) - estimate`` (a replicate doubles the noise variance);
-    the sample's own bias is ``f b``, ``f = 1 / (2^(2/3) - 1)``, as minima of
-    empirical step processes and isotonic fits follow the cube-root law
-    (Kim & Pollard 1990: bias ~ sigma^(4/3)). Replicates centred on the
-    estimate (``- b``), estimate corrected (``- f b``).
+    Percentile intervals, or with ``minimum`` (per ``j``: the replicates'
+    studentisers, the noise ratio and the scale of
+    :func:`~bioxr.calibration._optimism.minimum_interval`) the corrected
+    interval of a minimum and its estimated bias.
     """
     alpha = (1 - level) / 2
     point = np.atleast_1d(np.asarray(point, dtype=float))
@@ -192,10 +191,11 @@ def _bounds(point, reps, level, *, corrected=False, cap=None, zero_bound=None):
         r = reps[:, j][np.isfinite(reps[:, j])]
         lo, hi = np.quantile(r, [alpha, 1 - alpha]) if r.size else (np.nan, np.nan)
         if r.size and hi > lo:
-            if corrected:
-                b = float(np.mean(r)) - point[j]
-                bias[j] = OPTIMISM_FACTOR * b
-                lo2, hi2 = np.clip(np.array([lo, hi]) - b - bias[j], 0.0, np.inf if cap is None else cap)
+            if minimum is not None:
+                var_reps, ratio, scale = minimum[j]
+                var_reps = var_reps if r.size == reps.shape[0] else None
+                (lo2, hi2), bias[j] = minimum_interval(point[j], r, var_reps, level=level, noise_ratio=ratio,
+                                                      scale=scale, cap=np.inf if cap is None else cap)
                 if hi2 > lo2:
                     lo, hi = lo2, hi2
             out[j], kinds[j] = (lo, hi), BOUND_KINDS[0]
@@ -206,38 +206,55 @@ def _bounds(point, reps, level, *, corrected=False, cap=None, zero_bound=None):
     return out, kinds, bias
 
 
-def _add_interval(ds, name, reps, dims, level, *, corrected, cap=None, zero_bound=None):
-    """Put ``name``'s interval, bound kind, replicates (and bias of a minimum) into ``ds``; failed replicates."""
+def _add_interval(ds, name, reps, dims, level, *, cap=None, zero_bound=None, minimum=None, var_reps=None):
+    """Put ``name``'s interval, bound kind, replicates (and a minimum's bias and studentisers) into ``ds``.
+
+    Returns the number of failed replicates.
+    """
     scalar = not dims
     reps = reps.reshape(reps.shape[0], -1)
-    bounds, kinds, bias = _bounds(ds[name].values, reps, level, corrected=corrected, cap=cap, zero_bound=zero_bound)
+    bounds, kinds, bias = _bounds(ds[name].values, reps, level, cap=cap, zero_bound=zero_bound, minimum=minimum)
     pick = (lambda a: a[0]) if scalar else (lambda a: a)
     ds[f"{name}_interval"] = xr.DataArray(pick(bounds), dims=(*dims, "bound"), coords={"bound": ["lower", "upper"]})
     ds[f"{name}_bound_kind"] = xr.DataArray(pick(kinds.astype(str)), dims=dims)
-    if corrected:
+    if minimum is not None:
         ds[f"{name}_bias"] = xr.DataArray(pick(bias), dims=dims)
-        ds[f"{name}_bias"].attrs["long_name"] = "estimated bias of the sample value (optimism of a minimum)"
+        ds[f"{name}_bias"].attrs["long_name"] = ("estimated bias of the sample value (optimism of a minimum, "
+                                                 "cube-root law)")
+        ds[f"{name}_noise_ratio"] = xr.DataArray(pick(np.array([m[1] for m in minimum])), dims=dims, attrs={
+            "long_name": "a replicate's local noise over the sample's (lambda): sets the optimism's correction"})
+        ds[f"{name}_scale"] = xr.DataArray(pick(np.array([m[2] for m in minimum])), dims=dims, attrs={
+            "long_name": "factor on the replicates' deviations (crossed moment variance, few subjects)"})
     ds[f"{name}_replicates"] = xr.DataArray(reps[:, 0] if scalar else reps, dims=("replicate", *dims))
+    if var_reps is not None:
+        ds[f"{name}_replicate_variance"] = xr.DataArray(var_reps.reshape(reps.shape[0], -1)[:, 0] if scalar
+                                                        else var_reps, dims=("replicate", *dims), attrs={
+            "long_name": "cluster-robust (per-subject influence) variance of each replicate, the bootstrap-t "
+                         "studentiser"})
     return int(np.sum(~np.isfinite(reps).all(axis=1)))
 
 
-def _widen(ds, name, reps, var_reps, level, *, center=None, shift=0.0, cap=np.inf):
-    """Widen ``name``'s ordinary interval in ``ds`` to its union with the calibrated bootstrap-t interval."""
+def _widen(ds, name, reps, var_reps, level, *, cap=np.inf):
+    """Widen ``name``'s percentile interval in ``ds`` to its union with the calibrated bootstrap-t interval."""
     ds[f"{name}_replicate_variance"] = xr.DataArray(var_reps, dims=("replicate",), attrs={
         "long_name": "cluster-robust (per-subject influence) variance of each replicate, the bootstrap-t studentiser"})
     if ds[f"{name}_bound_kind"].item() != BOUND_KINDS[0]:
         return
     ds[f"{name}_interval"].values = studentized_union(ds[f"{name}_interval"].values, ds[name].item(), reps, var_reps,
-                                                      level=level, center=center, shift=shift, cap=cap)
+                                                      level=level, cap=cap)
 
 
-def _widen_min_dcf(ds, boot: _Bootstrap, w, reps, at, cand, costs, level, cap, dims):
-    """minDCF's corrected interval widened to its union with the calibrated bootstrap-t interval.
+def _dcf_costs(p, cm, cf):
+    """The costs of a missed mated and of an accepted non-mated comparison, doubled (CostVariance halves)."""
+    norm = np.minimum(cm * p, cf * (1 - p))
+    return 2 * cm * p / norm, 2 * cf * (1 - p) / norm
 
-    Each replicate's studentiser is the cluster-robust variance of its DCF
-    at its own optimal threshold, held fixed (the envelope theorem: moving
-    the threshold is second order at a minimum), as minCllr's with its PAV
-    costs: a mated comparison costs ``2 c_miss p / D`` when missed, a
+
+def _dcf_variances(boot: _Bootstrap, w, at, cand, costs) -> np.ndarray:
+    """Each replicate's cluster-robust variance of its DCF at its own optimal threshold, held fixed, ``(B, j)``.
+
+    The envelope theorem: moving the threshold is second order at a
+    minimum. A mated comparison costs ``2 c_miss p / D`` when missed, a
     non-mated one ``2 c_fa (1 - p) / D`` when accepted (``D`` the
     normaliser; :class:`~bioxr.calibration._studentized.CostVariance`
     halves their sum).
@@ -245,28 +262,34 @@ def _widen_min_dcf(ds, boot: _Bootstrap, w, reps, at, cand, costs, level, cap, d
     p, cm, cf = costs
     n_runs = boot.runs.n_runs
     first = np.append(cand, n_runs)[at]  # each replicate's first accepted run (n_runs: reject all)
-    norm = np.minimum(cm * p, cf * (1 - p))
-    point = np.atleast_1d(ds["min_dcf"].values).astype(float)
-    bounds = np.array(ds["min_dcf_interval"].values, dtype=float).reshape(-1, 2)
-    kinds = np.atleast_1d(ds["min_dcf_bound_kind"].values)
-    bias = np.atleast_1d(ds["min_dcf_bias"].values).astype(float)
-    variance = np.full(reps.shape, np.nan)
+    variance = np.full(first.shape, np.nan)
     runs = np.arange(n_runs)
     step = max(1, 4_000_000 // max(n_runs, 1))  # replicates at a time: (replicate, run) costs of a few MB
     for j in range(p.size):
-        a, b = 2 * cm[j] * p[j] / norm[j], 2 * cf[j] * (1 - p[j]) / norm[j]
+        a, b = _dcf_costs(p[j], cm[j], cf[j])
         for s in range(0, w.shape[0], step):
             miss = runs[None, :] < first[s : s + step, j : j + 1]
             variance[s : s + step, j] = boot.variance(w[s : s + step], a * miss, b * ~miss,
                                                       runs=(boot.run_m, boot.run_n))
-        if kinds[j] == BOUND_KINDS[0]:
-            bounds[j] = studentized_union(bounds[j], point[j], reps[:, j], variance[:, j], level=level,
-                                          center=float(np.mean(reps[:, j])), shift=-bias[j],
-                                          cap=np.inf if cap is None else cap)
-    ds["min_dcf_interval"].values = bounds[0] if not dims else bounds
-    ds["min_dcf_replicate_variance"] = xr.DataArray(variance[:, 0] if not dims else variance,
-                                                    dims=("replicate", *dims), attrs={
-        "long_name": "cluster-robust variance of each replicate's DCF at its optimal threshold (the studentiser)"})
+    return variance
+
+
+def _dcf_minimum(boot: _Bootstrap, w, reps, at, cand, costs, level, scheme) -> list:
+    """Per operating point: the studentisers, the noise ratio and the scale of minDCF's corrected interval."""
+    p, cm, cf = costs
+    variance = _dcf_variances(boot, w, at, cand, costs)
+    one = np.ones((1, boot.n_units))
+    t0, n0 = boot.sums(one)
+    at0 = _dcf_from(t0, n0, boot.runs, p, cm, cf)[1][0]
+    first = np.append(cand, boot.runs.n_runs)[at0]
+    ratio = dcf_noise_ratio(p, cm, cf, float(t0.sum()), float(n0.sum()), PAIR_NOISE if scheme == "pigeonhole" else 1.0)
+    out = []
+    for j in range(p.size):
+        a, b = _dcf_costs(p[j], cm[j], cf[j])
+        miss = np.arange(boot.runs.n_runs) < first[j]
+        S, P = boot.variance.parts((a * miss)[boot.run_m], (b * ~miss)[boot.run_n])
+        out.append((variance[:, j], float(ratio[j]), moment_scale(S, P, boot.n_units, level)))
+    return out
 
 
 def _interval_attrs(boot: _Bootstrap, scheme, interval, level, n_replicates, seed, n_bad) -> dict:
@@ -308,12 +331,14 @@ def dcf_interval(obj, *, p_target=0.01, c_miss=1.0, c_fa=1.0, llr: bool = False,
         Weight of a non-mated comparison in a replicate: the product of
         both subjects' draws (default), or its probe subject's draws only.
     interval : {"corrected", "percentile"}, keyword-only
-        ``"corrected"`` (default): minDCF's percentile interval shifted for
-        the optimism of a minimum (:data:`OPTIMISM_FACTOR`), then widened
-        to its union with the calibrated bootstrap-t interval, as minCllr's
-        in :func:`cllr_interval`: each replicate's studentiser is the
-        cluster-robust variance of its DCF at its own optimal threshold,
-        held fixed (moving the threshold is second order at a minimum);
+        ``"corrected"`` (default): the interval of a minimum (module
+        docstring of :mod:`bioxr.calibration`): the replicates' spread
+        rescaled to the crossed moment variance and for few subjects, read
+        around the estimate corrected for the optimism of a minimum, which
+        it brackets, and widened to its union with the bootstrap-t
+        interval (each replicate's studentiser is the cluster-robust
+        variance of its DCF at its own optimal threshold, held fixed:
+        moving the threshold is second order at a minimum);
         ``"percentile"``: the plain percentiles (under-cover minDCF).
     failure_policy : {"exclude", "nist"}, keyword-only
 
@@ -321,9 +346,11 @@ def dcf_interval(obj, *, p_target=0.01, c_miss=1.0, c_fa=1.0, llr: bool = False,
     -------
     xarray.Dataset
         ``min_dcf`` and ``min_dcf_interval`` (``(..., "bound")``),
-        ``min_dcf_bound_kind``, ``min_dcf_bias`` and
-        ``min_dcf_replicate_variance`` (the studentiser, ``replicate``,
-        ...) with "corrected", ``min_dcf_replicates`` (``replicate``,
+        ``min_dcf_bound_kind``; with "corrected" ``min_dcf_bias`` (the
+        cube-root estimate of the sample value's optimism),
+        ``min_dcf_noise_ratio`` (``lambda``), ``min_dcf_scale`` (the factor
+        on the replicates' deviations) and ``min_dcf_replicate_variance``
+        (the studentiser, ``replicate``, ...); ``min_dcf_replicates`` (``replicate``,
         ...); with ``llr=True``
         ``act_dcf`` and its interval, bound kind and replicates;
         ``n_mated``, ``n_nonmated``. ``p_target`` as in :func:`dcf`.
@@ -350,14 +377,13 @@ def dcf_interval(obj, *, p_target=0.01, c_miss=1.0, c_fa=1.0, llr: bool = False,
     zero = _zero_cost_bound(p, cm, cf, boot.mated_units, boot.nonmated_units, level, cap=failure_policy != "nist")
     cap = 1.0 if failure_policy != "nist" else None  # a minDCF is at most 1 unless failures are never accepted
     reps, at, cand = _dcf_from(T, N, boot.runs, p, cm, cf)[:3]
-    bad = _add_interval(ds, "min_dcf", reps, dims, level, corrected=interval == "corrected", cap=cap,
-                        zero_bound=zero)
-    if interval == "corrected":
-        _widen_min_dcf(ds, boot, w, reps, at, cand, (p, cm, cf), level, cap, dims)
+    minimum = _dcf_minimum(boot, w, reps, at, cand, (p, cm, cf), level, scheme) if interval == "corrected" else None
+    bad = _add_interval(ds, "min_dcf", reps, dims, level, cap=cap, zero_bound=zero, minimum=minimum,
+                        var_reps=None if minimum is None else np.stack([m[0] for m in minimum], axis=1))
     if llr:
         act = _act_from(T, N, boot.runs, theta, p, cm, cf)[0]
         zero = _zero_cost_bound(p, cm, cf, boot.mated_units, boot.nonmated_units, level, cap=False)
-        bad = max(bad, _add_interval(ds, "act_dcf", act, dims, level, corrected=False, zero_bound=zero))
+        bad = max(bad, _add_interval(ds, "act_dcf", act, dims, level, zero_bound=zero))
     ds.attrs = {**point.attrs, **_interval_attrs(boot, scheme, interval, level, n_replicates, seed, bad)}
     return ds
 
@@ -369,15 +395,16 @@ def cllr_interval(obj, *, llr: bool = False, n_replicates: int = 2000, level: fl
 
     Each replicate runs PAV on its weighted comparisons (minCllr) and
     averages the weighted costs of the LLRs (Cllr). PAV fits the labels it
-    is scored on, so a sample's minCllr is optimistic: its percentile
-    interval is first shifted for that optimism (``min_cllr_bias``), as in
-    :func:`dcf_interval`. A minCllr of 0 (perfect separation) has no
+    is scored on, so a sample's minCllr is optimistic: its interval is the
+    corrected interval of a minimum, as minDCF's in :func:`dcf_interval`
+    (module docstring; ``min_cllr_bias``, ``min_cllr_noise_ratio``,
+    ``min_cllr_scale``). A minCllr of 0 (perfect separation) has no
     interval: NaN bounds, and ``min_cllr_bound_kind`` says so. PAV needs
     every score in order, so a lazy (dask-backed) cube or list is loaded
     into memory (every score with its subjects, as float64).
 
-    With ``interval="corrected"`` (default) both intervals are then widened
-    to their union with the calibrated bootstrap-t interval (as the FMR's
+    With ``interval="corrected"`` (default) both intervals are widened
+    to their union with a calibrated bootstrap-t interval (as the FMR's
     in :mod:`bioxr.bootstrap`): a Cllr is a mean of costs that a few
     subjects dominate (lambs with very low mated LLRs), so a sample that
     drew fewer of them has a lower Cllr *and* a smaller spread, and a
@@ -389,13 +416,13 @@ def cllr_interval(obj, *, llr: bool = False, n_replicates: int = 2000, level: fl
     reference, each weighted by the other subject's draws (the crossed
     form, METHODS.md section 12), halved; for minCllr the costs of the
     replicate's own PAV calibration, held fixed (the refit is second
-    order: the PAV LLRs minimise the cost). With ``u_b = (r_b - c)
-    sqrt(mean(V) / V_b)`` (``c`` the estimate; for minCllr the replicates'
-    mean) the bootstrap-t interval is ``[e - u_{1-a}, e - u_a]``, ``e``
-    the estimate (for minCllr, the bias-corrected one), clipped to
-    ``[0, 1]`` for minCllr and ``[0, inf)`` for Cllr; the reported
-    interval is the lower of the two lower bounds and the higher of the
-    two upper ones, never narrower than the percentile one. Measured
+    order: the PAV LLRs minimise the cost). For Cllr, with ``u_b = (r_b -
+    e) sqrt(mean(V) / V_b)`` (``e`` the estimate) the bootstrap-t
+    interval is ``[e - u_{1-a}, e - u_a]``, clipped to ``[0, inf)``; the
+    reported interval is the lower of the two lower bounds and the higher
+    of the two upper ones, never narrower than the percentile one. For
+    minCllr the same, on the rescaled deviations from the replicates'
+    mean, around the corrected estimate (module docstring). Measured
     coverage: module docstring. ``interval="percentile"``: the plain
     percentiles of both.
 
@@ -412,7 +439,9 @@ def cllr_interval(obj, *, llr: bool = False, n_replicates: int = 2000, level: fl
     -------
     xarray.Dataset
         ``min_cllr``, ``min_cllr_interval`` (``bound``),
-        ``min_cllr_bound_kind``, ``min_cllr_bias`` (with "corrected"),
+        ``min_cllr_bound_kind``, ``min_cllr_bias``,
+        ``min_cllr_noise_ratio`` and ``min_cllr_scale`` (with "corrected",
+        as in :func:`dcf_interval`),
         ``min_cllr_replicates`` and ``min_cllr_replicate_variance`` (the
         studentiser ``V_b``, with "corrected"), over ``replicate``; with
         ``llr=True`` the same for ``cllr`` (no bias); ``n_mated``,
@@ -435,12 +464,17 @@ def cllr_interval(obj, *, llr: bool = False, n_replicates: int = 2000, level: fl
     ds = point[["min_cllr"] + (["cllr"] if llr else []) + ["n_mated", "n_nonmated"]]
     reps, var_min, var_cllr = boot.min_cllr(w, T, N, llr)
     corrected = interval == "corrected"
-    bad = _add_interval(ds, "min_cllr", reps, (), level, corrected=corrected, cap=1.0)
-    if corrected:  # the minimum's deviations centred on their mean, the interval on the corrected estimate
-        _widen(ds, "min_cllr", reps, var_min, level, center=np.mean(reps), shift=-float(ds["min_cllr_bias"]), cap=1.0)
+    minimum = None
+    if corrected:
+        _, cost_m, cost_n, bt, bn = pav_costs(*(x[0] for x in boot.sums(np.ones((1, boot.n_units)))), blocks=True)
+        S, P = boot.variance.parts(cost_m[boot.run_m], cost_n[boot.run_n])
+        ratio = pav_noise_ratio(bt, bn, PAIR_NOISE if scheme == "pigeonhole" else 1.0)
+        minimum = [(var_min, ratio, moment_scale(S, P, boot.n_units, level))]
+    bad = _add_interval(ds, "min_cllr", reps, (), level, cap=1.0, minimum=minimum,
+                        var_reps=var_min if corrected else None)
     if llr:
         reps = boot.cllr(w, T, N)
-        bad = max(bad, _add_interval(ds, "cllr", reps, (), level, corrected=False))
+        bad = max(bad, _add_interval(ds, "cllr", reps, (), level))
         if corrected:
             _widen(ds, "cllr", reps, var_cllr, level)
     ds.attrs = {**point.attrs, **_interval_attrs(boot, scheme, interval, level, n_replicates, seed, bad)}
