@@ -568,6 +568,24 @@ def test_noise_ratios_and_moment_scale():
     assert moment_scale(3.0, 1.0, 60, 0.5) < moment_scale(3.0, 1.0, 60, 0.95)  # t / z grows with the level
 
 
+def test_minimum_interval_is_never_zero_width_where_it_is_clipped():
+    """An interval clipped flat at 0 or at the cap keeps the replicates' width as a one-sided statement; one that
+    is not clipped is the shifted percentiles of the scaled deviations (no studentisers)."""
+    from bioxr.calibration._optimism import minimum_interval
+
+    reps = np.linspace(0.0, 0.1, 201)
+    width = np.diff(np.quantile(reps, [0.025, 0.975]))[0]
+    low, _ = minimum_interval(-1.0, reps, None, level=0.95, noise_ratio=1.0, scale=1.0, cap=1.0)
+    np.testing.assert_allclose(low, [0.0, width])
+    high, _ = minimum_interval(3.0, reps, None, level=0.95, noise_ratio=1.0, scale=1.0, cap=1.0)
+    np.testing.assert_allclose(high, [1.0 - width, 1.0])
+    mid, bias = minimum_interval(0.04, reps, None, level=0.95, noise_ratio=1.0, scale=0.5, cap=1.0)
+    b = reps.mean() - 0.04
+    q = np.quantile(0.5 * (reps - reps.mean()), [0.025, 0.975])
+    np.testing.assert_allclose(mid, [0.04 - b + q[0], 0.04 - b / (np.sqrt(2) - 1) + q[1]])
+    assert bias == pytest.approx(b / (2 ** (2 / 3) - 1))
+
+
 def test_studentized_union_never_narrower_and_widens_where_the_spread_grows_with_the_level():
     from bioxr.calibration._studentized import studentized_union
 

@@ -274,7 +274,7 @@ def _dcf_variances(boot: _Bootstrap, w, at, cand, costs) -> np.ndarray:
     return variance
 
 
-def _dcf_minimum(boot: _Bootstrap, w, reps, at, cand, costs, level, scheme) -> list:
+def _dcf_minimum(boot: _Bootstrap, w, at, cand, costs, level, scheme) -> list:
     """Per operating point: the studentisers, the noise ratio and the scale of minDCF's corrected interval."""
     p, cm, cf = costs
     variance = _dcf_variances(boot, w, at, cand, costs)
@@ -377,7 +377,7 @@ def dcf_interval(obj, *, p_target=0.01, c_miss=1.0, c_fa=1.0, llr: bool = False,
     zero = _zero_cost_bound(p, cm, cf, boot.mated_units, boot.nonmated_units, level, cap=failure_policy != "nist")
     cap = 1.0 if failure_policy != "nist" else None  # a minDCF is at most 1 unless failures are never accepted
     reps, at, cand = _dcf_from(T, N, boot.runs, p, cm, cf)[:3]
-    minimum = _dcf_minimum(boot, w, reps, at, cand, (p, cm, cf), level, scheme) if interval == "corrected" else None
+    minimum = _dcf_minimum(boot, w, at, cand, (p, cm, cf), level, scheme) if interval == "corrected" else None
     bad = _add_interval(ds, "min_dcf", reps, dims, level, cap=cap, zero_bound=zero, minimum=minimum,
                         var_reps=None if minimum is None else np.stack([m[0] for m in minimum], axis=1))
     if llr:
